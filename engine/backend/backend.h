@@ -1,0 +1,144 @@
+// Backend: the narrow device interface the model runner is written against
+// (allocate, copy, the iteration's operations, synchronise, memory info), in the way
+// ggml-backend separates buffers, streams and devices.
+//
+// Conventions for every operation:
+//   - Tensors are row-major 2-D views into backend memory (`Tensor`); 1-D vectors are
+//     [1, n]. Activations are float32; weights may be F32, F16 or BF16 (a backend
+//     accepts the dtypes it reports in SupportsWeightDType) and math accumulates in F32.
+//   - Index arrays (token ids, positions, slot mappings, block tables) are int32 in
+//     backend memory, uploaded with CopyToDevice.
+//   - Operations may run asynchronously in issue order on the backend's single stream;
+//     CopyToHost and Synchronize wait for all earlier work. Outputs may alias inputs
+//     only where a comment says so.
+// A Backend instance is used by one thread at a time (one per rank).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/common/dtype.h"
+
+namespace orca {
+
+// Memory owned by a backend; freed on destruction.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  virtual void* data() = 0;
+  virtual size_t size() const = 0;
+};
+
+// A row-major 2-D view. `stride` is the distance between rows in elements (0 means
+// `cols`, i.e. contiguous); only the operations that say so accept strided views.
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t stride = 0;
+
+  int64_t ld() const { return stride ? stride : cols; }
+  size_t nbytes() const { return static_cast<size_t>(rows * cols) * DTypeSize(dtype); }
+  float* f32() const { return static_cast<float*>(data); }
+  // Returns rows [begin, begin + count) as a view.
+  Tensor Rows(int64_t begin, int64_t count) const {
+    return Tensor{static_cast<char*>(data) + begin * ld() * DTypeSize(dtype), dtype, count, cols,
+                  stride};
+  }
+  // Returns columns [begin, begin + count) as a strided view.
+  Tensor Cols(int64_t begin, int64_t count) const {
+    return Tensor{static_cast<char*>(data) + begin * DTypeSize(dtype), dtype, rows, count, ld()};
+  }
+};
+
+struct MemoryInfo {
+  size_t total_bytes = 0;
+  size_t free_bytes = 0;
+};
+
+// Shape of the paged KV cache of one layer: K and V each hold
+// [num_blocks * block_size, num_kv_heads * head_dim] float32 rows; the row of token
+// slot s is s = block_id * block_size + offset_in_block.
+struct KvCacheShape {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+};
+
+// Per-iteration description of attention over a flat token batch (selective batching).
+// Sequence i owns query rows [query_start[i], query_start[i+1]) of the flat batch; those
+// rows are its newest tokens at positions kv_len[i] - q_len .. kv_len[i] - 1, and it
+// attends causally over its kv_len[i] cached tokens, found through
+// block_tables[i * max_blocks_per_seq + j]. All arrays live in backend memory.
+struct AttentionBatch {
+  int32_t num_seqs = 0;
+  const int32_t* query_start = nullptr;  // [num_seqs + 1]
+  const int32_t* kv_len = nullptr;       // [num_seqs]
+  const int32_t* block_tables = nullptr; // [num_seqs, max_blocks_per_seq]
+  int32_t max_blocks_per_seq = 0;
+  int32_t max_query_len = 0;  // host-side hints for launch sizes
+  int32_t max_kv_len = 0;
+};
+
+enum class Activation { kSilu, kGeluTanh, kGeluErf };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  virtual bool SupportsWeightDType(DType dtype) const = 0;
+
+  // Allocates `bytes` of backend memory. Fails with ResourceExhausted.
+  virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
+  virtual absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
+  virtual absl::Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+  // Waits until all issued work is complete; reports asynchronous errors.
+  virtual absl::Status Synchronize() = 0;
+  virtual MemoryInfo GetMemoryInfo() const = 0;
+
+  // out[i] = table[ids[i]] (converted to F32). With `accumulate`, out[i] += table[ids[i]].
+  virtual void Embedding(const int32_t* ids, int64_t n, const Tensor& table, Tensor out,
+                         bool accumulate) = 0;
+  // out = x * W^T (+ bias): x [M, K] F32, w [N, K], bias [1, N] or null, out [M, N].
+  // x and out may be strided.
+  virtual void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) = 0;
+  // x += y, same shape. (Residual add.)
+  virtual void Add(Tensor x, const Tensor& y) = 0;
+  // out = RMSNorm(x) * weight. out may alias x.
+  virtual void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) = 0;
+  // out = LayerNorm(x) * weight + bias. out may alias x.
+  virtual void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                         Tensor out) = 0;
+  // Rotate-half RoPE in place on the first `rotary_heads` heads of x [T, heads*head_dim]
+  // (Hugging Face layout: dims i and i + head_dim/2 form a pair), token t at positions[t].
+  // x may be strided.
+  virtual void Rope(Tensor x, const int32_t* positions, int32_t num_heads, int32_t head_dim,
+                    double theta) = 0;
+  // out[:, j] = act(gate_up[:, j]) * gate_up[:, I + j] for j < I (gate_up is [T, 2I]).
+  virtual void GatedActivation(const Tensor& gate_up, Activation act, Tensor out) = 0;
+  // x = act(x) in place.
+  virtual void ActivationInPlace(Tensor x, Activation act) = 0;
+  // Writes k and v rows [T, kv_heads*head_dim] into cache rows slot_mapping[t]. k and v
+  // may be strided.
+  virtual void KvWrite(const Tensor& k, const Tensor& v, const int32_t* slot_mapping,
+                       Tensor k_cache, Tensor v_cache) = 0;
+  // Paged causal attention over the flat batch (see AttentionBatch); q [T, H*D],
+  // out [T, H*D]; GQA: query head h reads kv head h / (H / kv_heads). q may be strided.
+  virtual void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                         const AttentionBatch& batch, const KvCacheShape& shape,
+                         int32_t num_heads, float scale, Tensor out) = 0;
+  // out[i] = x[rows[i]].
+  virtual void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) = 0;
+};
+
+// Creates the CPU backend (OpenBLAS GEMMs, a thread pool of `num_threads` for the rest;
+// 0 = all cores).
+std::unique_ptr<Backend> CreateCpuBackend(int num_threads = 0);
+
+}  // namespace orca

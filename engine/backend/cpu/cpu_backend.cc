@@ -1,0 +1,274 @@
+// The CPU backend: OpenBLAS for GEMMs, a thread pool for attention and element-wise
+// work. Computes in float32 (weights are converted to F32 when loaded). It is also the
+// reference every CUDA kernel is checked against.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/backend/backend.h"
+#include "engine/common/thread_pool.h"
+
+namespace orca {
+namespace {
+
+class HostBuffer : public DeviceBuffer {
+ public:
+  explicit HostBuffer(size_t bytes) : bytes_(bytes) {
+    // 64-byte alignment for vector loads; round the size up as aligned_alloc requires.
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    data_ = std::aligned_alloc(64, rounded);
+  }
+  ~HostBuffer() override { std::free(data_); }
+  void* data() override { return data_; }
+  size_t size() const override { return bytes_; }
+  bool ok() const { return data_ != nullptr; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+};
+
+inline float ApplyActivation(float x, Activation act) {
+  switch (act) {
+    case Activation::kSilu:
+      return x / (1.0f + std::exp(-x));
+    case Activation::kGeluTanh: {
+      constexpr float kC = 0.7978845608028654f;  // sqrt(2/pi)
+      return 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x)));
+    }
+    case Activation::kGeluErf:
+      return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+  }
+  return x;
+}
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(int num_threads) : pool_(num_threads) {}
+
+  std::string name() const override { return "cpu"; }
+  bool SupportsWeightDType(DType dtype) const override { return dtype == DType::kF32; }
+
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override {
+    auto buf = std::make_unique<HostBuffer>(bytes);
+    if (!buf->ok()) {
+      return absl::ResourceExhaustedError(absl::StrCat("cpu: cannot allocate ", bytes, " bytes"));
+    }
+    return std::unique_ptr<DeviceBuffer>(std::move(buf));
+  }
+  absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  MemoryInfo GetMemoryInfo() const override {
+    MemoryInfo info;
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    size_t value;
+    std::string unit;
+    while (in >> key >> value >> unit) {
+      if (key == "MemTotal:") info.total_bytes = value * 1024;
+      if (key == "MemAvailable:") info.free_bytes = value * 1024;
+    }
+    return info;
+  }
+
+  void Embedding(const int32_t* ids, int64_t n, const Tensor& table, Tensor out,
+                 bool accumulate) override {
+    const int64_t h = table.cols;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* src = table.f32() + static_cast<int64_t>(ids[i]) * h;
+      float* dst = out.f32() + i * h;
+      if (accumulate) {
+        for (int64_t j = 0; j < h; ++j) dst[j] += src[j];
+      } else {
+        std::memcpy(dst, src, h * sizeof(float));
+      }
+    }
+  }
+
+  void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) override {
+    const int m = static_cast<int>(x.rows), k = static_cast<int>(x.cols), n = static_cast<int>(w.rows);
+    if (m == 0) return;
+    float beta = 0.0f;
+    const int lda = static_cast<int>(x.ld()), ldc = static_cast<int>(out.ld());
+    if (bias != nullptr) {
+      for (int i = 0; i < m; ++i) std::memcpy(out.f32() + int64_t{i} * ldc, bias->f32(), n * sizeof(float));
+      beta = 1.0f;
+    }
+    if (m == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, w.f32(), k, x.f32(), 1, beta, out.f32(), 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.f32(), lda, w.f32(), k,
+                  beta, out.f32(), ldc);
+    }
+  }
+
+  void Add(Tensor x, const Tensor& y) override {
+    const int64_t n = x.rows * x.cols;
+    float* a = x.f32();
+    const float* b = y.f32();
+    for (int64_t i = 0; i < n; ++i) a[i] += b[i];
+  }
+
+  void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) override {
+    const int64_t h = x.cols;
+    for (int64_t r = 0; r < x.rows; ++r) {
+      const float* in = x.f32() + r * h;
+      float* o = out.f32() + r * h;
+      double ss = 0;
+      for (int64_t j = 0; j < h; ++j) ss += static_cast<double>(in[j]) * in[j];
+      float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(h) + eps));
+      for (int64_t j = 0; j < h; ++j) o[j] = in[j] * inv * weight.f32()[j];
+    }
+  }
+
+  void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                 Tensor out) override {
+    const int64_t h = x.cols;
+    for (int64_t r = 0; r < x.rows; ++r) {
+      const float* in = x.f32() + r * h;
+      float* o = out.f32() + r * h;
+      double mean = 0;
+      for (int64_t j = 0; j < h; ++j) mean += in[j];
+      mean /= static_cast<double>(h);
+      double var = 0;
+      for (int64_t j = 0; j < h; ++j) var += (in[j] - mean) * (in[j] - mean);
+      var /= static_cast<double>(h);
+      float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+      float m = static_cast<float>(mean);
+      for (int64_t j = 0; j < h; ++j) o[j] = (in[j] - m) * inv * weight.f32()[j] + bias.f32()[j];
+    }
+  }
+
+  void Rope(Tensor x, const int32_t* positions, int32_t num_heads, int32_t head_dim,
+            double theta) override {
+    const int32_t half = head_dim / 2;
+    std::vector<float> cos_v(half), sin_v(half);
+    for (int64_t t = 0; t < x.rows; ++t) {
+      for (int32_t i = 0; i < half; ++i) {
+        // Angles in double: positions reach 1e5 and float angles lose ~1e-3 there.
+        double inv_freq = std::pow(theta, -2.0 * i / head_dim);
+        double angle = positions[t] * inv_freq;
+        cos_v[i] = static_cast<float>(std::cos(angle));
+        sin_v[i] = static_cast<float>(std::sin(angle));
+      }
+      float* row = x.f32() + t * x.ld();
+      for (int32_t h = 0; h < num_heads; ++h) {
+        float* v = row + int64_t{h} * head_dim;
+        for (int32_t i = 0; i < half; ++i) {
+          float a = v[i], b = v[i + half];
+          v[i] = a * cos_v[i] - b * sin_v[i];
+          v[i + half] = b * cos_v[i] + a * sin_v[i];
+        }
+      }
+    }
+  }
+
+  void GatedActivation(const Tensor& gate_up, Activation act, Tensor out) override {
+    const int64_t inter = out.cols;
+    pool_.ParallelFor(gate_up.rows, [&](int64_t r) {
+      const float* g = gate_up.f32() + r * gate_up.cols;
+      const float* u = g + inter;
+      float* o = out.f32() + r * inter;
+      for (int64_t j = 0; j < inter; ++j) o[j] = ApplyActivation(g[j], act) * u[j];
+    });
+  }
+
+  void ActivationInPlace(Tensor x, Activation act) override {
+    pool_.ParallelFor(x.rows, [&](int64_t r) {
+      float* v = x.f32() + r * x.cols;
+      for (int64_t j = 0; j < x.cols; ++j) v[j] = ApplyActivation(v[j], act);
+    });
+  }
+
+  void KvWrite(const Tensor& k, const Tensor& v, const int32_t* slot_mapping, Tensor k_cache,
+               Tensor v_cache) override {
+    const int64_t w = k.cols;
+    for (int64_t t = 0; t < k.rows; ++t) {
+      std::memcpy(k_cache.f32() + int64_t{slot_mapping[t]} * w, k.f32() + t * k.ld(), w * sizeof(float));
+      std::memcpy(v_cache.f32() + int64_t{slot_mapping[t]} * w, v.f32() + t * v.ld(), w * sizeof(float));
+    }
+  }
+
+  void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                 const AttentionBatch& batch, const KvCacheShape& shape, int32_t num_heads,
+                 float scale, Tensor out) override {
+    const int32_t d = shape.head_dim;
+    const int32_t group = num_heads / shape.num_kv_heads;
+    const int64_t kv_width = int64_t{shape.num_kv_heads} * d;
+    pool_.ParallelFor(int64_t{batch.num_seqs} * num_heads, [&](int64_t task) {
+      const int32_t s = static_cast<int32_t>(task / num_heads);
+      const int32_t h = static_cast<int32_t>(task % num_heads);
+      const int32_t kvh = h / group;
+      const int32_t q_begin = batch.query_start[s];
+      const int32_t q_len = batch.query_start[s + 1] - q_begin;
+      const int32_t kv_len = batch.kv_len[s];
+      const int32_t* table = batch.block_tables + int64_t{s} * batch.max_blocks_per_seq;
+      std::vector<const float*> krow(kv_len), vrow(kv_len);
+      for (int32_t j = 0; j < kv_len; ++j) {
+        int64_t slot = int64_t{table[j / shape.block_size]} * shape.block_size + j % shape.block_size;
+        krow[j] = k_cache.f32() + slot * kv_width + int64_t{kvh} * d;
+        vrow[j] = v_cache.f32() + slot * kv_width + int64_t{kvh} * d;
+      }
+      std::vector<float> scores(kv_len);
+      std::vector<float> acc(d);
+      for (int32_t i = 0; i < q_len; ++i) {
+        const int32_t pos = kv_len - q_len + i;  // causal: attend to [0, pos]
+        const float* qv = q.f32() + int64_t{q_begin + i} * q.ld() + int64_t{h} * d;
+        float max_score = -INFINITY;
+        for (int32_t j = 0; j <= pos; ++j) {
+          float dot = 0;
+          const float* kv = krow[j];
+          for (int32_t c = 0; c < d; ++c) dot += qv[c] * kv[c];
+          scores[j] = dot * scale;
+          max_score = std::max(max_score, scores[j]);
+        }
+        float sum = 0;
+        for (int32_t j = 0; j <= pos; ++j) {
+          scores[j] = std::exp(scores[j] - max_score);
+          sum += scores[j];
+        }
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int32_t j = 0; j <= pos; ++j) {
+          const float p = scores[j];
+          const float* vv = vrow[j];
+          for (int32_t c = 0; c < d; ++c) acc[c] += p * vv[c];
+        }
+        float* o = out.f32() + int64_t{q_begin + i} * out.cols + int64_t{h} * d;
+        const float inv = 1.0f / sum;
+        for (int32_t c = 0; c < d; ++c) o[c] = acc[c] * inv;
+      }
+    });
+  }
+
+  void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) override {
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(out.f32() + i * x.cols, x.f32() + int64_t{rows[i]} * x.ld(), x.cols * sizeof(float));
+    }
+  }
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateCpuBackend(int num_threads) {
+  return std::make_unique<CpuBackend>(num_threads);
+}
+
+}  // namespace orca

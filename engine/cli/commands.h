@@ -1,0 +1,10 @@
+// The orca subcommands. Each takes argv after the subcommand name and returns the
+// process exit code; errors are printed to stderr as one clear line.
+#pragma once
+
+namespace orca {
+
+int RunGenerateCommand(int argc, char** argv);
+int RunModelCommand(int argc, char** argv);
+
+}  // namespace orca

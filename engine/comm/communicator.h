@@ -1,0 +1,34 @@
+// Communicator: the data plane between ranks of a serving group (DESIGN.md section 4):
+// tensor-parallel all-reduce and pipeline-parallel send/recv of activations. NCCL on
+// GPUs, Gloo (TCP) on CPUs. Nothing tensor-sized travels over the gRPC control plane.
+//
+// Buffers are backend memory of the rank's backend (device pointers for CUDA). Calls
+// are issued in the same order on every rank of the group; they may complete
+// asynchronously on the backend's stream (NCCL), so a later CopyToHost/Synchronize on
+// the backend observes their results. One communicator is used by one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace orca {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  // Sums `count` float32 values at `data` across all ranks, in place.
+  virtual absl::Status AllReduceSum(float* data, size_t count) = 0;
+  // Sends `count` float32 values to rank `peer` (blocking semantics per backend).
+  virtual absl::Status Send(const float* data, size_t count, int peer) = 0;
+  // Receives `count` float32 values from rank `peer` into `data`.
+  virtual absl::Status Recv(float* data, size_t count, int peer) = 0;
+};
+
+}  // namespace orca

@@ -1,0 +1,66 @@
+// The plain data exchanged between the scheduler and the execution engine for one
+// iteration (DESIGN.md sections 2-4). No tensors: token ids, positions, block tables
+// and sampling parameters only, so a plan can be sent to remote workers as is.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace orca {
+
+struct SamplingParams {
+  float temperature = 1.0f;        // 0 = greedy
+  int32_t top_k = 0;               // 0 = off
+  float top_p = 1.0f;              // 1 = off
+  float min_p = 0.0f;              // 0 = off
+  float repetition_penalty = 1.0f; // 1 = off (Hugging Face / CTRL rule)
+  uint64_t seed = 0;               // every request has one (drawn when not given)
+  int32_t logprobs = -1;           // -1: none; 0: the chosen token's; N: also the top N
+
+  bool greedy() const { return temperature < 1e-5f; }
+};
+
+// One sequence's share of an iteration: `token_ids` are its next uncomputed tokens
+// (a prefill chunk, or the one newest token when decoding) at positions start_pos ..
+// start_pos + token_ids.size() - 1. `block_table` covers at least the end position.
+struct ScheduledSequence {
+  uint64_t seq_id = 0;
+  std::vector<int32_t> token_ids;
+  int32_t start_pos = 0;
+  std::vector<int32_t> block_table;
+  // Sample a next token after this chunk (the prompt is complete, or decoding).
+  bool sample = false;
+  SamplingParams sampling;
+  // The index of the token being sampled among the outputs (seeds the random stream).
+  int32_t output_index = 0;
+  // Every token of the sequence so far; filled only when repetition_penalty != 1.
+  std::vector<int32_t> penalty_history;
+  // Tokens that must not be sampled (EOS while min_tokens is not reached).
+  std::vector<int32_t> banned_token_ids;
+};
+
+struct IterationPlan {
+  uint64_t iteration = 0;
+  std::vector<ScheduledSequence> seqs;
+
+  int64_t num_tokens() const {
+    int64_t n = 0;
+    for (const auto& s : seqs) n += static_cast<int64_t>(s.token_ids.size());
+    return n;
+  }
+};
+
+struct SampledToken {
+  uint64_t seq_id = 0;
+  int32_t token_id = -1;
+  float logprob = 0.0f;                             // when logprobs >= 0
+  std::vector<std::pair<int32_t, float>> top_logprobs;  // when logprobs > 0
+};
+
+struct IterationResult {
+  uint64_t iteration = 0;
+  std::vector<SampledToken> tokens;  // one per ScheduledSequence with sample = true, in order
+};
+
+}  // namespace orca

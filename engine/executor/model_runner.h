@@ -1,0 +1,84 @@
+// ModelRunner: the selective-batching forward pass (DESIGN.md section 3). One call runs
+// one iteration over a flat batch [num_tokens, hidden] that mixes prefill chunks and
+// decode tokens of many sequences at different positions: embedding, norms, QKV/out
+// projections, MLP and LM head run on the flat batch; attention runs per sequence over
+// its own paged KV history. Logits are computed only for the rows that sample.
+//
+// The runner owns the weights, the KV cache memory (one K and V tensor per layer) and a
+// workspace; the block ids in a plan index that cache (see KvBlockPool). Not
+// thread-safe: one iteration at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/backend/backend.h"
+#include "engine/executor/iteration.h"
+#include "engine/executor/model_weights.h"
+#include "engine/model/model_config.h"
+
+namespace orca {
+
+struct ModelRunnerOptions {
+  int32_t block_size = 16;
+  // KV blocks to allocate; 0 = derive from kv_cache_bytes.
+  int32_t num_kv_blocks = 0;
+  size_t kv_cache_bytes = size_t{256} << 20;
+};
+
+// Logits of the sampled rows of one iteration, on the host: row i belongs to the i-th
+// sequence of the plan with sample = true.
+struct IterationLogits {
+  int32_t vocab_size = 0;
+  std::vector<float> values;  // [num_sampled, vocab_size]
+  float* row(size_t i) { return values.data() + i * static_cast<size_t>(vocab_size); }
+};
+
+class ModelRunner {
+ public:
+  // Loads the checkpoint in `model_dir` onto `backend` (which must outlive the runner)
+  // and allocates the KV cache.
+  static absl::StatusOr<std::unique_ptr<ModelRunner>> Create(const std::string& model_dir,
+                                                             Backend* backend,
+                                                             const ModelRunnerOptions& options);
+
+  const ModelConfig& config() const { return config_; }
+  int32_t num_kv_blocks() const { return kv_shape_.num_blocks; }
+  int32_t block_size() const { return kv_shape_.block_size; }
+  size_t weight_bytes() const { return weights_->bytes; }
+  size_t kv_cache_bytes() const;
+
+  // Runs the forward pass of `plan` and returns the logits of its sampled rows (with
+  // `all_rows`, of every token row of the flat batch, in plan order: for prompt
+  // logprobs and tests). Fails with InvalidArgument (and computes nothing) on a
+  // malformed plan: token ids out of the vocabulary, positions past the context, block
+  // tables too short or out of range.
+  absl::StatusOr<IterationLogits> Forward(const IterationPlan& plan, bool all_rows = false);
+
+  // Runs Forward and samples every sequence with sample = true.
+  absl::StatusOr<IterationResult> Execute(const IterationPlan& plan);
+
+ private:
+  ModelRunner() = default;
+  absl::Status ValidatePlan(const IterationPlan& plan) const;
+  absl::Status EnsureWorkspace(int64_t num_tokens, int64_t num_seqs, int64_t index_ints);
+  void RunLayer(int32_t layer, int64_t num_tokens, const int32_t* positions,
+                const int32_t* slot_mapping, const AttentionBatch& attn);
+
+  ModelConfig config_;
+  Backend* backend_ = nullptr;
+  std::unique_ptr<ModelWeights> weights_;
+  KvCacheShape kv_shape_;
+  std::vector<std::unique_ptr<DeviceBuffer>> kv_storage_;
+  std::vector<Tensor> k_cache_, v_cache_;
+
+  // Workspace, grown on demand.
+  int64_t ws_tokens_ = 0;
+  int64_t ws_ints_ = 0;
+  std::unique_ptr<DeviceBuffer> ws_buffer_, index_buffer_;
+  Tensor x_, h_, qkv_, attn_, mlp_, act_, final_rows_, logits_;
+};
+
+}  // namespace orca
