@@ -54,6 +54,9 @@ function(orca_cc_test)
     ENVIRONMENT "ORCA_SOURCE_DIR=${PROJECT_SOURCE_DIR};ORCA_BINARY_DIR=${PROJECT_BINARY_DIR};${ARG_ENV}")
 endfunction()
 
+# Developer builds may leave folders out: -DORCA_SKIP_DIRS="controller;metrics".
+set(ORCA_SKIP_DIRS "" CACHE STRING "Folder names that orca_add_all_subdirectories leaves out")
+
 # Adds every immediate subdirectory of the current directory that has a CMakeLists.txt,
 # so components (and their tests) can be added without editing a shared list.
 macro(orca_add_all_subdirectories)
@@ -61,6 +64,10 @@ macro(orca_add_all_subdirectories)
        ${CMAKE_CURRENT_SOURCE_DIR}/*)
   list(SORT _orca_children)
   foreach(_child ${_orca_children})
+    if(_child IN_LIST ORCA_SKIP_DIRS)
+      message(STATUS "orca: skipping ${CMAKE_CURRENT_SOURCE_DIR}/${_child} (ORCA_SKIP_DIRS)")
+      continue()
+    endif()
     if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${_child} AND
        EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${_child}/CMakeLists.txt)
       add_subdirectory(${_child})

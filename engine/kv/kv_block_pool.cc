@@ -1,5 +1,6 @@
 #include "engine/kv/kv_block_pool.h"
 
+#include <algorithm>
 #include <cassert>
 
 #include "absl/strings/str_cat.h"
@@ -7,7 +8,7 @@
 namespace orca {
 
 KvBlockPool::KvBlockPool(int32_t num_blocks, int32_t block_size)
-    : num_blocks_(num_blocks), block_size_(block_size), refs_(num_blocks, 0) {
+    : num_blocks_(num_blocks), block_size_(block_size), refs_(num_blocks, 0), cached_(num_blocks) {
   free_.reserve(num_blocks);
   for (int32_t b = num_blocks - 1; b >= 0; --b) free_.push_back(b);
 }
@@ -18,8 +19,16 @@ absl::Status KvBlockPool::Allocate(int32_t n, std::vector<int32_t>* out) {
         absl::StrCat("KV cache: need ", n, " blocks, ", num_free(), " free of ", num_blocks_));
   }
   for (int32_t i = 0; i < n; ++i) {
-    int32_t b = free_.back();
-    free_.pop_back();
+    int32_t b;
+    if (!free_.empty()) {
+      b = free_.back();
+      free_.pop_back();
+    } else {  // evict the least recently used cached block
+      b = lru_.front();
+      lru_.pop_front();
+      cached_[b].parked = false;
+      Unregister(b);
+    }
     refs_[b] = 1;
     out->push_back(b);
   }
@@ -34,8 +43,63 @@ void KvBlockPool::AddRef(int32_t block) {
 void KvBlockPool::Release(absl::Span<const int32_t> blocks) {
   for (int32_t b : blocks) {
     assert(refs_[b] > 0);
-    if (--refs_[b] == 0) free_.push_back(b);
+    if (--refs_[b] > 0) continue;
+    CachedBlock& c = cached_[b];
+    if (c.registered) {
+      c.lru_pos = lru_.insert(lru_.end(), b);
+      c.parked = true;
+    } else {
+      free_.push_back(b);
+    }
   }
+}
+
+void KvBlockPool::RegisterCached(int32_t block, uint64_t hash, absl::Span<const int32_t> tokens) {
+  CachedBlock& c = cached_[block];
+  if (c.registered || by_hash_.count(hash)) return;
+  c.registered = true;
+  c.hash = hash;
+  c.tokens.assign(tokens.begin(), tokens.end());
+  by_hash_[hash] = block;
+}
+
+int32_t KvBlockPool::LookupCached(uint64_t hash, absl::Span<const int32_t> tokens) {
+  auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return -1;
+  int32_t b = it->second;
+  CachedBlock& c = cached_[b];
+  if (c.tokens.size() != tokens.size() || !std::equal(tokens.begin(), tokens.end(), c.tokens.begin())) {
+    return -1;  // a hash collision: treat as a miss
+  }
+  if (c.parked) {
+    lru_.erase(c.lru_pos);
+    c.parked = false;
+    refs_[b] = 1;
+  } else {
+    ++refs_[b];
+  }
+  return b;
+}
+
+void KvBlockPool::Unregister(int32_t block) {
+  CachedBlock& c = cached_[block];
+  if (!c.registered) return;
+  by_hash_.erase(c.hash);
+  c.registered = false;
+  c.tokens.clear();
+}
+
+uint64_t KvBlockPool::HashBlock(uint64_t prev, absl::Span<const int32_t> tokens) {
+  // FNV-1a over the previous hash and the token ids, finished with a SplitMix64 mix.
+  uint64_t h = 1469598103934665603ull ^ prev;
+  for (int32_t t : tokens) {
+    h ^= static_cast<uint32_t>(t);
+    h *= 1099511628211ull;
+  }
+  h += 0x9e3779b97f4a7c15ull;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
 }
 
 absl::Status BlockTable::EnsureCapacity(KvBlockPool& pool, int64_t num_tokens) {

@@ -1,8 +1,13 @@
 // KvBlockPool: the allocator of the paged KV cache. It hands out block ids in
 // [0, num_blocks); the memory behind them lives in the backend (one K and one V
 // tensor per layer, see KvCacheShape). Blocks are reference counted so that full
-// blocks can be shared between sequences (prefix caching); a block returns to the free
-// list when its last reference is released.
+// blocks can be shared between sequences.
+//
+// Prefix caching: a full block can be registered under the hash of its token prefix.
+// When its last reference is released, a registered block is not freed but parked in
+// an LRU list of evictable blocks; a later request with the same prefix takes it back
+// (Lookup), and allocation evicts the least recently used parked blocks only when the
+// free list is empty. Parked blocks count as free for capacity and usage.
 //
 // BlockTable: one sequence's list of blocks and the number of token slots in use.
 //
@@ -10,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,7 +30,9 @@ class KvBlockPool {
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
-  int32_t num_free() const { return static_cast<int32_t>(free_.size()); }
+  // Returns the blocks available to Allocate: free plus evictable cached blocks.
+  int32_t num_free() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
+  int32_t num_cached() const { return static_cast<int32_t>(by_hash_.size()); }
   int32_t num_used() const { return num_blocks_ - num_free(); }
   // Returns the fraction of blocks in use, in [0, 1].
   double usage() const { return num_blocks_ ? static_cast<double>(num_used()) / num_blocks_ : 0.0; }
@@ -42,11 +51,32 @@ class KvBlockPool {
   void Release(absl::Span<const int32_t> blocks);
   int32_t ref_count(int32_t block) const { return refs_[block]; }
 
+  // Registers full block `block` (referenced) as holding `tokens` after the prefix whose
+  // chained hash is `hash`. A block or hash already registered is left as is.
+  void RegisterCached(int32_t block, uint64_t hash, absl::Span<const int32_t> tokens);
+  // Returns a cached block for (`hash`, `tokens`) with one more reference, or -1.
+  int32_t LookupCached(uint64_t hash, absl::Span<const int32_t> tokens);
+
+  // Returns the chained hash of a block of `tokens` following a prefix hashed `prev`.
+  static uint64_t HashBlock(uint64_t prev, absl::Span<const int32_t> tokens);
+
  private:
+  struct CachedBlock {
+    uint64_t hash = 0;
+    std::vector<int32_t> tokens;
+    bool registered = false;
+    std::list<int32_t>::iterator lru_pos;
+    bool parked = false;
+  };
+  void Unregister(int32_t block);
+
   int32_t num_blocks_;
   int32_t block_size_;
   std::vector<int32_t> free_;  // LIFO: recently freed blocks are reused first
   std::vector<int32_t> refs_;
+  std::vector<CachedBlock> cached_;
+  std::list<int32_t> lru_;  // parked registered blocks, least recently used first
+  std::unordered_map<uint64_t, int32_t> by_hash_;
 };
 
 class BlockTable {

@@ -1,0 +1,341 @@
+#include "engine/sched/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "absl/strings/str_cat.h"
+
+namespace orca {
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone:
+      return "none";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "none";
+}
+
+IterationScheduler::IterationScheduler(const SchedulerConfig& config, KvBlockPool* pool)
+    : config_(config), pool_(pool) {
+  if (config_.kv_policy == KvPolicy::kReserve || config_.policy == SchedulingPolicy::kRequest) {
+    config_.prefix_caching = false;  // prefix caching comes on top of `paged` only
+  }
+}
+
+absl::Status IterationScheduler::Add(std::unique_ptr<Request> request) {
+  Request& r = *request;
+  if (r.prompt_tokens.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  if (r.max_tokens < 1) return absl::InvalidArgumentError("max_tokens must be at least 1");
+  const int64_t total = static_cast<int64_t>(r.prompt_tokens.size()) + r.max_tokens;
+  if (total > config_.max_model_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "This model's maximum context length is ", config_.max_model_len, " tokens. However, you requested ",
+        total, " tokens (", r.prompt_tokens.size(), " in the messages, ", r.max_tokens,
+        " in the completion). Please reduce the length of the messages or completion."));
+  }
+  if (pool_->BlocksFor(total) > pool_->num_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat("the request needs ", total,
+                                                   " tokens of KV cache but the whole cache holds ",
+                                                   int64_t{pool_->num_blocks()} * pool_->block_size()));
+  }
+  if (requests_.count(r.id)) return absl::AlreadyExistsError(absl::StrCat("request ", r.id, " exists"));
+  r.status = RequestStatus::kWaiting;
+  waiting_.push_back(&r);
+  requests_[r.id] = std::move(request);
+  return absl::OkStatus();
+}
+
+Request* IterationScheduler::Get(uint64_t id) {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+const Request* IterationScheduler::Find(uint64_t id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+void IterationScheduler::FinishRequest(Request& r, FinishReason reason) {
+  if (r.finished()) return;
+  r.status = RequestStatus::kFinished;
+  r.finish_reason = reason;
+  running_.erase(std::remove(running_.begin(), running_.end(), &r), running_.end());
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), &r), waiting_.end());
+  ReleaseIfIdle(r);
+}
+
+void IterationScheduler::ReleaseIfIdle(Request& r) {
+  if (!r.finished() || r.in_flight > 0) return;  // blocks are freed when its batch returns
+  r.blocks.Release(*pool_);
+  auto it = requests_.find(r.id);
+  finished_.push_back(std::move(it->second));
+  requests_.erase(it);
+}
+
+bool IterationScheduler::Abort(uint64_t request_id) {
+  Request* r = Get(request_id);
+  if (r == nullptr || r->finished()) return false;
+  FinishRequest(*r, FinishReason::kAbort);
+  return true;
+}
+
+bool IterationScheduler::Finish(uint64_t request_id, FinishReason reason) {
+  Request* r = Get(request_id);
+  if (r == nullptr || r->finished()) return false;
+  FinishRequest(*r, reason);
+  return true;
+}
+
+std::vector<std::unique_ptr<Request>> IterationScheduler::TakeFinished() {
+  std::vector<std::unique_ptr<Request>> out;
+  out.swap(finished_);
+  return out;
+}
+
+void IterationScheduler::MatchPrefix(Request& r) {
+  if (!config_.prefix_caching || r.num_computed_tokens != 0 || !r.blocks.blocks().empty()) return;
+  const int32_t bs = pool_->block_size();
+  uint64_t h = 0;
+  int32_t matched = 0;
+  std::vector<int32_t> tokens(bs);
+  // Leave at least one token to compute: its logits sample the next token.
+  while ((matched + 1) * bs <= r.num_tokens() - 1) {
+    for (int32_t i = 0; i < bs; ++i) tokens[i] = r.TokenAt(matched * bs + i);
+    uint64_t hh = KvBlockPool::HashBlock(h, tokens);
+    int32_t b = pool_->LookupCached(hh, tokens);
+    if (b < 0) break;
+    r.blocks.mutable_blocks().push_back(b);
+    h = hh;
+    ++matched;
+  }
+  r.num_computed_tokens = matched * bs;
+  r.num_cached_prompt_tokens = std::min<int32_t>(matched * bs, static_cast<int32_t>(r.prompt_tokens.size()));
+  r.prefix_hash = h;
+  r.num_registered_blocks = matched;
+}
+
+void IterationScheduler::RegisterFullBlocks(Request& r) {
+  if (!config_.prefix_caching) return;
+  const int32_t bs = pool_->block_size();
+  const int32_t full = std::min<int32_t>(r.num_computed_tokens / bs, static_cast<int32_t>(r.blocks.blocks().size()));
+  std::vector<int32_t> tokens(bs);
+  for (int32_t i = r.num_registered_blocks; i < full; ++i) {
+    for (int32_t j = 0; j < bs; ++j) tokens[j] = r.TokenAt(i * bs + j);
+    uint64_t hh = KvBlockPool::HashBlock(r.prefix_hash, tokens);
+    pool_->RegisterCached(r.blocks.blocks()[i], hh, tokens);
+    r.prefix_hash = hh;
+    r.num_registered_blocks = i + 1;
+  }
+}
+
+void IterationScheduler::Preempt(Request& victim) {
+  victim.blocks.Release(*pool_);
+  victim.num_computed_tokens = 0;
+  victim.num_registered_blocks = 0;
+  victim.prefix_hash = 0;
+  victim.status = RequestStatus::kWaiting;
+  ++victim.num_preemptions;
+  ++num_preemptions_;
+  running_.erase(std::remove(running_.begin(), running_.end(), &victim), running_.end());
+  // Back into the queue at its arrival position, so FCFS order holds.
+  auto pos = std::find_if(waiting_.begin(), waiting_.end(), [&](Request* w) {
+    return w->arrival_time > victim.arrival_time ||
+           (w->arrival_time == victim.arrival_time && w->id > victim.id);
+  });
+  waiting_.insert(pos, &victim);
+}
+
+bool IterationScheduler::EnsureBlocks(Request& r, int32_t tokens, const ScheduledBatch& batch) {
+  const int32_t need = pool_->BlocksFor(tokens) - static_cast<int32_t>(r.blocks.blocks().size());
+  if (need <= 0) return true;
+  if (config_.kv_policy == KvPolicy::kPaged && config_.policy == SchedulingPolicy::kIteration) {
+    while (pool_->num_free() < need) {
+      // Victim: the most recently admitted running request not in this batch or in flight.
+      Request* victim = nullptr;
+      for (Request* c : running_) {
+        if (c == &r || c->in_flight > 0) continue;
+        bool in_batch = false;
+        for (const auto& s : batch.plan.seqs) in_batch |= s.seq_id == c->id;
+        if (in_batch) continue;
+        if (victim == nullptr || c->admit_order > victim->admit_order) victim = c;
+      }
+      if (victim == nullptr || victim->admit_order < r.admit_order) {
+        // Nothing newer to take from: r itself yields (recomputed later) unless in flight.
+        if (r.in_flight == 0 && r.status == RequestStatus::kRunning) Preempt(r);
+        return false;
+      }
+      Preempt(*victim);
+    }
+  }
+  return r.blocks.EnsureCapacity(*pool_, tokens).ok();
+}
+
+void IterationScheduler::AddToBatch(Request& r, int32_t n, ScheduledBatch& batch) {
+  ScheduledSequence s;
+  s.seq_id = r.id;
+  s.start_pos = r.num_computed_tokens;
+  s.token_ids.reserve(n);
+  for (int32_t i = 0; i < n; ++i) s.token_ids.push_back(r.TokenAt(r.num_computed_tokens + i));
+  s.block_table = r.blocks.blocks();
+  s.sample = r.num_computed_tokens + n == r.num_tokens();
+  s.sampling = r.sampling;
+  s.output_index = static_cast<int32_t>(r.output_tokens.size());
+  if (s.sample && r.sampling.repetition_penalty != 1.0f) {
+    for (int32_t i = 0; i < r.num_tokens(); ++i) s.penalty_history.push_back(r.TokenAt(i));
+  }
+  if (s.sample && static_cast<int32_t>(r.output_tokens.size()) < r.min_tokens) {
+    s.banned_token_ids = r.stop_token_ids;
+  }
+  if (n == 1 && r.num_computed_tokens >= static_cast<int32_t>(r.prompt_tokens.size())) {
+    batch.num_decode_tokens += 1;
+  } else {
+    batch.num_prefill_tokens += n;
+  }
+  r.num_computed_tokens += n;
+  ++r.in_flight;
+  batch.plan.seqs.push_back(std::move(s));
+}
+
+bool IterationScheduler::ScheduleRunning(Request& r, bool decode_pass, ScheduledBatch& batch,
+                                         int32_t& token_budget) {
+  if (r.in_flight > 0 || r.finished()) return true;
+  const int32_t remaining = r.num_tokens() - r.num_computed_tokens;
+  if (remaining <= 0 || (remaining == 1) != decode_pass) return true;
+  if (static_cast<int32_t>(batch.plan.seqs.size()) >= config_.max_batch_size) return false;
+  int32_t n = remaining;
+  if (n > token_budget) {
+    if (!config_.chunked_prefill || token_budget == 0) return token_budget > 0;
+    n = token_budget;
+  }
+  if (!EnsureBlocks(r, r.num_computed_tokens + n, batch)) return true;
+  AddToBatch(r, n, batch);
+  token_budget -= n;
+  return true;
+}
+
+bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, int32_t& token_budget) {
+  const bool request_level = config_.policy == SchedulingPolicy::kRequest;
+  // Request-level batching admits its whole batch at once; members beyond this
+  // iteration's token budget start their prefill in the following iterations.
+  if (static_cast<int32_t>(batch.plan.seqs.size()) >= config_.max_batch_size ||
+      (token_budget == 0 && !request_level)) {
+    return false;
+  }
+  MatchPrefix(r);
+  const int32_t remaining = r.num_tokens() - r.num_computed_tokens;
+  int32_t n = remaining;
+  auto undo = [&] {
+    r.blocks.Release(*pool_);
+    r.num_computed_tokens = 0;
+    r.num_cached_prompt_tokens = 0;
+    r.num_registered_blocks = 0;
+    r.prefix_hash = 0;
+    return false;
+  };
+  if (n > token_budget) {
+    if (!config_.chunked_prefill && !request_level) return undo();
+    n = config_.chunked_prefill ? token_budget : 0;
+  }
+  const bool reserve = config_.kv_policy == KvPolicy::kReserve || request_level;
+  // reserve: the whole prompt + max_tokens (including tokens already generated
+  // before a recompute) must fit now; paged: only what this iteration computes.
+  const int32_t tokens = reserve ? static_cast<int32_t>(r.prompt_tokens.size()) + r.max_tokens
+                                 : r.num_computed_tokens + n;
+  const int32_t need = pool_->BlocksFor(tokens) - static_cast<int32_t>(r.blocks.blocks().size());
+  if (need > pool_->num_free() || !r.blocks.EnsureCapacity(*pool_, tokens).ok()) return undo();
+  prefix_hit_tokens_ += r.num_cached_prompt_tokens;
+  waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &r));
+  r.status = RequestStatus::kRunning;
+  r.admit_order = next_admit_order_++;
+  running_.push_back(&r);
+  if (n > 0) AddToBatch(r, n, batch);
+  token_budget -= n;
+  return true;
+}
+
+ScheduledBatch IterationScheduler::Schedule() {
+  ScheduledBatch batch;
+  if (inflight_batches_ >= config_.max_inflight_batches) return batch;
+  int32_t budget = config_.max_batched_tokens;
+  const bool request_level = config_.policy == SchedulingPolicy::kRequest;
+
+  // Decodes first, then continuing prefill chunks, both in admission order. Copies:
+  // preemption edits running_.
+  for (bool decode_pass : {true, false}) {
+    std::vector<Request*> order = running_;
+    for (Request* r : order) {
+      if (r->status != RequestStatus::kRunning) continue;
+      if (!ScheduleRunning(*r, decode_pass, batch, budget)) break;
+    }
+  }
+  // New requests join in arrival order; request-level batching admits only when the
+  // previous batch has completely finished.
+  if (!request_level || running_.empty()) {
+    while (!waiting_.empty()) {
+      if (static_cast<int32_t>(running_.size()) >= config_.max_batch_size) break;
+      if (!Admit(*waiting_.front(), batch, budget)) break;
+    }
+  }
+  if (!batch.empty()) ++inflight_batches_;
+  return batch;
+}
+
+std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batch,
+                                                      const IterationResult& result) {
+  std::vector<RequestUpdate> updates;
+  if (batch.empty()) return updates;
+  --inflight_batches_;
+  size_t k = 0;
+  for (const ScheduledSequence& s : batch.plan.seqs) {
+    const SampledToken* sample = nullptr;
+    if (s.sample) {
+      if (k < result.tokens.size() && result.tokens[k].seq_id == s.seq_id) sample = &result.tokens[k];
+      ++k;
+    }
+    Request* r = Get(s.seq_id);
+    if (r == nullptr) continue;
+    --r->in_flight;
+    if (r->finished()) {  // aborted while in flight
+      ReleaseIfIdle(*r);
+      continue;
+    }
+    RegisterFullBlocks(*r);
+    if (!s.sample) continue;
+    RequestUpdate u;
+    u.request_id = r->id;
+    if (sample == nullptr) {
+      u.finished = true;
+      u.finish_reason = FinishReason::kError;
+      FinishRequest(*r, FinishReason::kError);
+      updates.push_back(std::move(u));
+      continue;
+    }
+    r->output_tokens.push_back(sample->token_id);
+    u.new_tokens.push_back(sample->token_id);
+    u.samples.push_back(*sample);
+    const bool is_stop = std::find(r->stop_token_ids.begin(), r->stop_token_ids.end(), sample->token_id) !=
+                         r->stop_token_ids.end();
+    const int32_t generated = static_cast<int32_t>(r->output_tokens.size());
+    if (is_stop && generated > r->min_tokens - 1) {
+      u.finish_reason = FinishReason::kStop;
+    } else if (generated >= r->max_tokens || r->num_tokens() >= config_.max_model_len) {
+      u.finish_reason = FinishReason::kLength;
+    }
+    if (u.finish_reason != FinishReason::kNone) {
+      u.finished = true;
+      FinishRequest(*r, u.finish_reason);
+    }
+    updates.push_back(std::move(u));
+  }
+  return updates;
+}
+
+}  // namespace orca

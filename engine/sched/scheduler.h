@@ -1,0 +1,115 @@
+// IterationScheduler: ORCA's iteration-level scheduler (DESIGN.md section 3), pure and
+// model-free. Every call to Schedule() decides one iteration's batch anew from the
+// request pool: FCFS by arrival, decodes first, then prefill chunks (chunked prefill)
+// within max_batched_tokens and max_batch_size; finished requests leave and new ones
+// join at every iteration. KV capacity is a separate policy: `reserve` (ORCA: admit
+// only when prompt + max_tokens fit, never preempt) or `paged` (allocate as tokens
+// arrive; when blocks run out, preempt the most recently admitted request and
+// recompute it later, keeping its generated tokens), with optional prefix caching of
+// full blocks. `request` scheduling reproduces request-level static batching.
+//
+// Not thread-safe: owned by the engine's iteration thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/executor/iteration.h"
+#include "engine/kv/kv_block_pool.h"
+#include "engine/sched/request.h"
+
+namespace orca {
+
+enum class KvPolicy { kPaged, kReserve };
+enum class SchedulingPolicy { kIteration, kRequest };
+
+struct SchedulerConfig {
+  int32_t max_batch_size = 64;        // sequences per iteration
+  int32_t max_batched_tokens = 512;   // tokens per iteration
+  bool chunked_prefill = true;
+  KvPolicy kv_policy = KvPolicy::kPaged;
+  bool prefix_caching = true;         // paged only
+  SchedulingPolicy policy = SchedulingPolicy::kIteration;
+  int32_t max_inflight_batches = 1;   // pipeline stages
+  int32_t max_model_len = 2048;       // context length
+};
+
+// The plan of one iteration plus the bookkeeping Update() needs.
+struct ScheduledBatch {
+  IterationPlan plan;
+  int32_t num_prefill_tokens = 0;
+  int32_t num_decode_tokens = 0;
+  bool empty() const { return plan.seqs.empty(); }
+};
+
+// What one iteration did to one request.
+struct RequestUpdate {
+  uint64_t request_id = 0;
+  std::vector<int32_t> new_tokens;  // at most one per iteration
+  std::vector<SampledToken> samples;
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+};
+
+class IterationScheduler {
+ public:
+  IterationScheduler(const SchedulerConfig& config, KvBlockPool* pool);
+
+  // Validates and enqueues `request`. Fails (InvalidArgument) when it can never run:
+  // empty prompt, prompt + max_tokens over the context, or more KV blocks than exist.
+  absl::Status Add(std::unique_ptr<Request> request);
+  // Finishes a request with kAbort at once, freeing its blocks, wherever it is. A
+  // request in flight is finished when its batch returns. Returns false if unknown.
+  bool Abort(uint64_t request_id);
+  // Finishes a running request with `reason` (e.g. a stop string matched on text).
+  bool Finish(uint64_t request_id, FinishReason reason);
+
+  // Returns the next batch (empty when nothing can run now).
+  ScheduledBatch Schedule();
+  // Applies a batch's sampled tokens: appends them, checks stop tokens, max_tokens and
+  // the context length, frees finished requests' blocks and returns one update per
+  // request that sampled or finished.
+  std::vector<RequestUpdate> Update(const ScheduledBatch& batch, const IterationResult& result);
+
+  const Request* Find(uint64_t id) const;
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_inflight_batches() const { return inflight_batches_; }
+  int64_t num_preemptions() const { return num_preemptions_; }
+  int64_t num_prefix_cache_hit_tokens() const { return prefix_hit_tokens_; }
+  bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+  const SchedulerConfig& config() const { return config_; }
+  const KvBlockPool& pool() const { return *pool_; }
+
+  // Removes and returns finished requests (their outputs stay readable).
+  std::vector<std::unique_ptr<Request>> TakeFinished();
+
+ private:
+  bool ScheduleRunning(Request& r, bool decode_pass, ScheduledBatch& batch, int32_t& token_budget);
+  bool Admit(Request& r, ScheduledBatch& batch, int32_t& token_budget);
+  void AddToBatch(Request& r, int32_t n, ScheduledBatch& batch);
+  bool EnsureBlocks(Request& r, int32_t tokens, const ScheduledBatch& batch);
+  void Preempt(Request& victim);
+  void MatchPrefix(Request& r);
+  void RegisterFullBlocks(Request& r);
+  void FinishRequest(Request& r, FinishReason reason);
+  void ReleaseIfIdle(Request& r);
+  Request* Get(uint64_t id);
+
+  SchedulerConfig config_;
+  KvBlockPool* pool_;
+  std::map<uint64_t, std::unique_ptr<Request>> requests_;
+  std::deque<Request*> waiting_;  // arrival order; preempted requests keep their place
+  std::vector<Request*> running_; // admission order
+  std::vector<std::unique_ptr<Request>> finished_;
+  int64_t next_admit_order_ = 0;
+  int32_t inflight_batches_ = 0;
+  int64_t num_preemptions_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
+};
+
+}  // namespace orca

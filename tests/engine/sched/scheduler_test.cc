@@ -1,0 +1,358 @@
+// The iteration-level scheduler, tested without a model. FakeModel stands in for the
+// executor: it "computes" KV by writing each scheduled token into its cache slot and
+// "samples" a token that is a hash of the whole history read back through the block
+// table — so any block-table, preemption or prefix-cache mistake changes the output.
+#include "engine/sched/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+namespace orca {
+namespace {
+
+constexpr int32_t kVocab = 1000;
+constexpr int32_t kEos = 0;
+
+class FakeModel {
+ public:
+  FakeModel(int32_t num_blocks, int32_t block_size) : bs_(block_size), kv_(num_blocks * block_size, -1) {}
+
+  IterationResult Execute(const IterationPlan& plan) {
+    IterationResult result;
+    for (const ScheduledSequence& s : plan.seqs) {
+      for (size_t i = 0; i < s.token_ids.size(); ++i) {
+        int32_t pos = s.start_pos + static_cast<int32_t>(i);
+        kv_[Slot(s, pos)] = s.token_ids[i];
+      }
+      if (!s.sample) continue;
+      uint64_t h = 1469598103934665603ull;
+      int32_t end = s.start_pos + static_cast<int32_t>(s.token_ids.size());
+      for (int32_t pos = 0; pos < end; ++pos) {
+        int32_t t = kv_[Slot(s, pos)];
+        EXPECT_GE(t, 0) << "read an unwritten KV slot";
+        h = (h ^ static_cast<uint64_t>(t + 1)) * 1099511628211ull;
+      }
+      SampledToken tok;
+      tok.seq_id = s.seq_id;
+      tok.token_id = static_cast<int32_t>((h >> 17) % kVocab);
+      for (int32_t b : s.banned_token_ids) {
+        if (tok.token_id == b) tok.token_id = (tok.token_id + 1) % kVocab;
+      }
+      result.tokens.push_back(tok);
+    }
+    return result;
+  }
+
+ private:
+  int32_t Slot(const ScheduledSequence& s, int32_t pos) const {
+    return s.block_table.at(pos / bs_) * bs_ + pos % bs_;
+  }
+  int32_t bs_;
+  std::vector<int32_t> kv_;
+};
+
+std::unique_ptr<Request> MakeRequest(uint64_t id, int32_t prompt_len, int32_t max_tokens, double arrival = 0,
+                                     int32_t prompt_seed = -1) {
+  auto r = std::make_unique<Request>();
+  r->id = id;
+  std::mt19937 rng(prompt_seed < 0 ? static_cast<uint32_t>(id) : static_cast<uint32_t>(prompt_seed));
+  for (int32_t i = 0; i < prompt_len; ++i) r->prompt_tokens.push_back(1 + static_cast<int32_t>(rng() % (kVocab - 1)));
+  r->max_tokens = max_tokens;
+  r->sampling.temperature = 0;
+  r->arrival_time = arrival > 0 ? arrival : static_cast<double>(id);
+  return r;
+}
+
+struct Harness {
+  Harness(SchedulerConfig config, int32_t num_blocks, int32_t block_size = 4)
+      : pool(num_blocks, block_size), sched(config, &pool), model(num_blocks, block_size) {}
+
+  // Runs one iteration; returns the updates.
+  std::vector<RequestUpdate> Step() {
+    ScheduledBatch batch = sched.Schedule();
+    plans.push_back(batch);
+    if (batch.empty()) return {};
+    auto updates = sched.Update(batch, model.Execute(batch.plan));
+    for (const auto& u : updates) {
+      for (int32_t t : u.new_tokens) outputs[u.request_id].push_back(t);
+      if (u.finished) finished[u.request_id] = u.finish_reason;
+    }
+    return updates;
+  }
+  void RunToCompletion(int max_iterations = 100000) {
+    for (int i = 0; i < max_iterations && sched.has_work(); ++i) Step();
+    ASSERT_FALSE(sched.has_work()) << "did not finish";
+  }
+
+  KvBlockPool pool;
+  IterationScheduler sched;
+  FakeModel model;
+  std::vector<ScheduledBatch> plans;
+  std::map<uint64_t, std::vector<int32_t>> outputs;
+  std::map<uint64_t, FinishReason> finished;
+};
+
+bool InPlan(const ScheduledBatch& b, uint64_t id) {
+  for (const auto& s : b.plan.seqs) {
+    if (s.seq_id == id) return true;
+  }
+  return false;
+}
+
+TEST(SchedulerTest, FinishedRequestsLeaveAndNewOnesJoinNextIteration) {
+  SchedulerConfig c;
+  c.max_batch_size = 2;
+  c.max_model_len = 256;
+  Harness h(c, 64);
+  ASSERT_TRUE(h.sched.Add(MakeRequest(1, 5, 3)).ok());
+  ASSERT_TRUE(h.sched.Add(MakeRequest(2, 5, 20)).ok());
+  ASSERT_TRUE(h.sched.Add(MakeRequest(3, 5, 4)).ok());
+  // Iteration 1: prefill of 1 and 2 (batch size 2); 3 waits.
+  h.Step();
+  EXPECT_TRUE(InPlan(h.plans.back(), 1) && InPlan(h.plans.back(), 2) && !InPlan(h.plans.back(), 3));
+  h.Step();
+  h.Step();  // request 1 has generated its 3 tokens
+  ASSERT_EQ(h.finished.count(1), 1u);
+  EXPECT_EQ(h.finished[1], FinishReason::kLength);
+  EXPECT_EQ(h.outputs[1].size(), 3u);
+  // Very next iteration: 3 joins while 2 keeps decoding.
+  h.Step();
+  EXPECT_TRUE(InPlan(h.plans.back(), 3));
+  EXPECT_TRUE(InPlan(h.plans.back(), 2));
+  h.RunToCompletion();
+  EXPECT_EQ(h.outputs[2].size(), 20u);
+  EXPECT_EQ(h.outputs[3].size(), 4u);
+  EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+}
+
+TEST(SchedulerTest, AdmitsInArrivalOrder) {
+  SchedulerConfig c;
+  c.max_batch_size = 1;
+  c.max_model_len = 256;
+  Harness h(c, 64);
+  double now = 100;
+  for (uint64_t id : {5, 3, 9, 1}) ASSERT_TRUE(h.sched.Add(MakeRequest(id, 3, 2, /*arrival=*/now++)).ok());
+  std::vector<uint64_t> first_seen;
+  for (int i = 0; i < 100 && h.sched.has_work(); ++i) {
+    h.Step();
+    for (const auto& s : h.plans.back().plan.seqs) {
+      if (std::find(first_seen.begin(), first_seen.end(), s.seq_id) == first_seen.end()) first_seen.push_back(s.seq_id);
+    }
+  }
+  EXPECT_EQ(first_seen, (std::vector<uint64_t>{5, 3, 9, 1}));  // arrival order, not id order
+}
+
+TEST(SchedulerTest, BudgetsHoldEveryIterationAndDecodesComeFirst) {
+  for (bool chunked : {true, false}) {
+    SchedulerConfig c;
+    c.max_batch_size = 6;
+    c.max_batched_tokens = 32;
+    c.chunked_prefill = chunked;
+    c.max_model_len = 512;
+    Harness h(c, 400);
+    std::mt19937 rng(3);
+    uint64_t next = 1;
+    for (int it = 0; it < 600; ++it) {
+      if (rng() % 3 == 0) {
+        ASSERT_TRUE(h.sched.Add(MakeRequest(next++, 1 + rng() % 30, 1 + rng() % 20)).ok());
+      }
+      h.Step();
+      const ScheduledBatch& b = h.plans.back();
+      EXPECT_LE(b.plan.num_tokens(), c.max_batched_tokens);
+      EXPECT_LE(static_cast<int32_t>(b.plan.seqs.size()), c.max_batch_size);
+      bool seen_prefill = false;
+      for (const auto& s : b.plan.seqs) {
+        bool decode = s.token_ids.size() == 1 && s.start_pos > 0;
+        if (!decode) seen_prefill = true;
+        // Decodes of running requests precede every new prefill chunk.
+        if (decode && seen_prefill) {
+          const Request* r = h.sched.Find(s.seq_id);
+          ASSERT_TRUE(r == nullptr || s.start_pos >= static_cast<int32_t>(r->prompt_tokens.size()));
+        }
+      }
+    }
+    h.RunToCompletion();
+    EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+  }
+}
+
+TEST(SchedulerTest, ChunkedPrefillSplitsLongPrompts) {
+  SchedulerConfig c;
+  c.max_batched_tokens = 16;
+  c.max_model_len = 256;
+  Harness h(c, 64);
+  ASSERT_TRUE(h.sched.Add(MakeRequest(1, 50, 2)).ok());
+  h.RunToCompletion();
+  // 50 prompt tokens in chunks of 16: 16, 16, 16, 2 (samples), then one decode.
+  ASSERT_GE(h.plans.size(), 5u);
+  EXPECT_EQ(h.plans[0].plan.seqs[0].token_ids.size(), 16u);
+  EXPECT_FALSE(h.plans[0].plan.seqs[0].sample);
+  EXPECT_EQ(h.plans[3].plan.seqs[0].token_ids.size(), 2u);
+  EXPECT_TRUE(h.plans[3].plan.seqs[0].sample);
+}
+
+std::map<uint64_t, std::vector<int32_t>> RunWorkload(SchedulerConfig c, int32_t num_blocks, int64_t* preemptions) {
+  Harness h(c, num_blocks);
+  std::mt19937 rng(11);
+  for (uint64_t id = 1; id <= 40; ++id) {
+    EXPECT_TRUE(h.sched.Add(MakeRequest(id, 4 + rng() % 40, 5 + rng() % 40)).ok());
+  }
+  int32_t max_used = 0;
+  for (int i = 0; i < 100000 && h.sched.has_work(); ++i) {
+    h.Step();
+    max_used = std::max(max_used, h.pool.num_used());
+    EXPECT_LE(h.pool.num_used(), h.pool.num_blocks());
+  }
+  EXPECT_FALSE(h.sched.has_work());
+  EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+  *preemptions = h.sched.num_preemptions();
+  for (uint64_t id = 1; id <= 40; ++id) EXPECT_EQ(h.finished[id], FinishReason::kLength) << id;
+  return h.outputs;
+}
+
+TEST(SchedulerTest, ReserveNeverPreemptsOrOvercommits) {
+  SchedulerConfig c;
+  c.kv_policy = KvPolicy::kReserve;
+  c.max_model_len = 256;
+  int64_t preemptions = -1;
+  RunWorkload(c, 40, &preemptions);
+  EXPECT_EQ(preemptions, 0);
+}
+
+TEST(SchedulerTest, PagedPreemptsAndRecomputesToTheSameOutput) {
+  SchedulerConfig big;
+  big.max_model_len = 256;
+  big.prefix_caching = false;
+  int64_t p_big = -1, p_small = -1, p_cached = -1;
+  auto reference = RunWorkload(big, 4000, &p_big);
+  EXPECT_EQ(p_big, 0);
+  SchedulerConfig small = big;
+  auto squeezed = RunWorkload(small, 40, &p_small);  // 160 token slots for 40 requests
+  EXPECT_GT(p_small, 0) << "the workload should force preemptions";
+  EXPECT_EQ(squeezed, reference);
+  SchedulerConfig cached = small;
+  cached.prefix_caching = true;
+  EXPECT_EQ(RunWorkload(cached, 40, &p_cached), reference);
+}
+
+TEST(SchedulerTest, PrefixCacheSkipsRecomputationWithIdenticalOutput) {
+  SchedulerConfig c;
+  c.max_model_len = 256;
+  Harness h(c, 64, 4);
+  ASSERT_TRUE(h.sched.Add(MakeRequest(1, 22, 5, 1, /*prompt_seed=*/77)).ok());
+  h.RunToCompletion();
+  ASSERT_TRUE(h.sched.Add(MakeRequest(2, 22, 5, 2, /*prompt_seed=*/77)).ok());
+  h.Step();
+  // 22 tokens = 5 full blocks + 2; all 5 full blocks are cached: computation starts at 20.
+  ASSERT_FALSE(h.plans.back().empty());
+  EXPECT_EQ(h.plans.back().plan.seqs[0].start_pos, 20);
+  EXPECT_EQ(h.sched.num_prefix_cache_hit_tokens(), 20);
+  h.RunToCompletion();
+  EXPECT_EQ(h.outputs[2], h.outputs[1]);
+  EXPECT_EQ(h.pool.usage(), 0.0);
+  EXPECT_GT(h.pool.num_cached(), 0);
+}
+
+TEST(SchedulerTest, StopTokensMinTokensAndContextLimit) {
+  SchedulerConfig c;
+  c.max_model_len = 40;
+  Harness h(c, 64);
+  auto r = MakeRequest(1, 10, 30);
+  r->stop_token_ids = {kEos};
+  r->min_tokens = 25;
+  ASSERT_TRUE(h.sched.Add(std::move(r)).ok());
+  h.RunToCompletion();
+  EXPECT_GE(h.outputs[1].size(), 25u);
+  for (size_t i = 0; i + 1 < 25 && i < h.outputs[1].size(); ++i) EXPECT_NE(h.outputs[1][i], kEos);
+  EXPECT_EQ(h.sched.Add(MakeRequest(2, 30, 11)).code(), absl::StatusCode::kInvalidArgument);  // 41 > 40
+  EXPECT_EQ(h.sched.Add(MakeRequest(3, 0, 1)).code(), absl::StatusCode::kInvalidArgument);
+  Harness tiny(c, 2, 4);  // 8 token slots
+  EXPECT_EQ(tiny.sched.Add(MakeRequest(4, 6, 6)).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SchedulerTest, RequestLevelBatchesNeverAdmitUntilTheBatchIsDone) {
+  SchedulerConfig c;
+  c.policy = SchedulingPolicy::kRequest;
+  c.max_batch_size = 3;
+  c.max_model_len = 256;
+  Harness h(c, 200);
+  ASSERT_TRUE(h.sched.Add(MakeRequest(1, 5, 2)).ok());
+  ASSERT_TRUE(h.sched.Add(MakeRequest(2, 5, 10)).ok());
+  ASSERT_TRUE(h.sched.Add(MakeRequest(3, 5, 3)).ok());
+  ASSERT_TRUE(h.sched.Add(MakeRequest(4, 5, 3)).ok());
+  while (!h.finished.count(2)) {
+    h.Step();
+    ASSERT_FALSE(InPlan(h.plans.back(), 4)) << "request 4 joined a running static batch";
+  }
+  h.Step();
+  EXPECT_TRUE(InPlan(h.plans.back(), 4));
+  h.RunToCompletion();
+}
+
+TEST(SchedulerTest, InFlightRequestsAreNotScheduledTwice) {
+  SchedulerConfig c;
+  c.max_inflight_batches = 2;
+  c.max_model_len = 256;
+  Harness h(c, 64);
+  ASSERT_TRUE(h.sched.Add(MakeRequest(1, 5, 4)).ok());
+  ASSERT_TRUE(h.sched.Add(MakeRequest(2, 5, 4)).ok());
+  ScheduledBatch a = h.sched.Schedule();
+  ASSERT_TRUE(h.sched.Add(MakeRequest(3, 5, 4)).ok());
+  ScheduledBatch b = h.sched.Schedule();
+  EXPECT_TRUE(InPlan(a, 1) && InPlan(a, 2));
+  EXPECT_FALSE(InPlan(b, 1) || InPlan(b, 2));
+  EXPECT_TRUE(InPlan(b, 3));
+  EXPECT_TRUE(h.sched.Schedule().empty()) << "a third batch with 2 in flight";
+  h.sched.Update(a, h.model.Execute(a.plan));
+  h.sched.Update(b, h.model.Execute(b.plan));
+  h.RunToCompletion();
+  EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+}
+
+TEST(SchedulerTest, RandomizedChurnNeverLeaksBlocks) {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    SchedulerConfig c;
+    std::mt19937 rng(seed);
+    c.max_model_len = 128;
+    c.max_batch_size = 1 + rng() % 8;
+    c.max_batched_tokens = 8 + rng() % 64;
+    c.kv_policy = rng() % 3 == 0 ? KvPolicy::kReserve : KvPolicy::kPaged;
+    c.prefix_caching = rng() % 2;
+    c.chunked_prefill = rng() % 4 != 0;
+    c.max_inflight_batches = 1 + rng() % 2;
+    Harness h(c, 24 + rng() % 40);
+    uint64_t next = 1;
+    std::vector<ScheduledBatch> inflight;
+    for (int it = 0; it < 3000; ++it) {
+      int op = rng() % 10;
+      if (op < 4) {
+        (void)h.sched.Add(MakeRequest(next, 1 + rng() % 40, 1 + rng() % 40, 0, static_cast<int32_t>(rng() % 4)));
+        ++next;
+      } else if (op == 4 && next > 1) {
+        h.sched.Abort(1 + rng() % (next - 1));
+      } else if (op == 5 && next > 1) {
+        h.sched.Finish(1 + rng() % (next - 1), FinishReason::kStop);
+      } else {
+        ScheduledBatch b = h.sched.Schedule();
+        if (!b.empty()) inflight.push_back(b);
+        if (!inflight.empty() && (rng() % 2 || inflight.size() >= 2)) {
+          ScheduledBatch done = inflight.front();
+          inflight.erase(inflight.begin());
+          h.sched.Update(done, h.model.Execute(done.plan));
+        }
+      }
+      ASSERT_LE(h.pool.num_used(), h.pool.num_blocks());
+    }
+    for (auto& b : inflight) h.sched.Update(b, h.model.Execute(b.plan));
+    for (uint64_t id = 1; id < next; ++id) h.sched.Abort(id);
+    EXPECT_FALSE(h.sched.has_work());
+    EXPECT_EQ(h.pool.num_used(), 0) << "seed " << seed;
+    EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks()) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace orca
