@@ -1,0 +1,330 @@
+#include "engine/serving/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "engine/common/log.h"
+#include "engine/common/status_macros.h"
+#include "engine/serving/stop_checker.h"
+
+namespace orca {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+struct Engine::Live {
+  std::shared_ptr<RequestStream> stream;
+  std::unique_ptr<StreamingDetokenizer> detok;
+  std::unique_ptr<StopChecker> stop;
+  std::vector<int32_t> stop_token_ids;
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  int32_t cached_prompt_tokens = 0;
+  double arrival = 0;
+  double first_scheduled = -1;
+  double first_token = -1;
+  double last_token = -1;
+  bool done = false;
+  std::vector<StreamEvent> held;  // request-level policy: returned when the batch ends
+};
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
+  auto e = std::unique_ptr<Engine>(new Engine());
+  e->options_ = options;
+  e->backend_ = CreateCpuBackend(options.num_threads);
+  ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model_dir));
+  ModelRunnerOptions ro;
+  ro.block_size = options.block_size;
+  ro.num_kv_blocks = options.num_kv_blocks;
+  ro.kv_cache_bytes = options.kv_cache_bytes;
+  ORCA_ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(options.model_dir, e->backend_.get(), ro));
+  const ModelConfig& c = e->runner_->config();
+  SchedulerConfig& sc = e->options_.scheduler;
+  if (sc.max_model_len <= 0 || sc.max_model_len > c.max_position_embeddings) {
+    sc.max_model_len = c.max_position_embeddings;
+  }
+  e->pool_ = std::make_unique<KvBlockPool>(e->runner_->num_kv_blocks(), e->runner_->block_size());
+  e->scheduler_ = std::make_unique<IterationScheduler>(sc, e->pool_.get());
+  ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model_dir << ", weights "
+                 << e->runner_->weight_bytes() / (1 << 20) << " MiB, KV cache " << e->runner_->num_kv_blocks()
+                 << " blocks x " << e->runner_->block_size() << " tokens ("
+                 << e->runner_->kv_cache_bytes() / (1 << 20) << " MiB), context " << sc.max_model_len;
+  return e;
+}
+
+Engine::~Engine() { Stop(); }
+
+void Engine::Start() {
+  absl::MutexLock lock(&mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Engine::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, live] : live_) {
+    StreamEvent ev;
+    ev.finished = true;
+    ev.finish_reason = FinishReason::kAbort;
+    ev.error = "the server is shutting down";
+    live->stream->Push(std::move(ev));
+  }
+  live_.clear();
+}
+
+absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {
+  const ModelConfig& c = runner_->config();
+  if (params.prompt_tokens.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  for (int32_t t : params.prompt_tokens) {
+    if (t < 0 || t >= c.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("token id ", t, " is outside the vocabulary [0, ",
+                                                     c.vocab_size, ")"));
+    }
+  }
+  const int64_t total = static_cast<int64_t>(params.prompt_tokens.size()) + params.max_tokens;
+  const int32_t max_len = options_.scheduler.max_model_len;
+  if (total > max_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "This model's maximum context length is ", max_len, " tokens. However, you requested ", total,
+        " tokens (", params.prompt_tokens.size(), " in the prompt, ", params.max_tokens,
+        " in the completion). Please reduce the length of the prompt or completion."));
+  }
+  if (pool_->BlocksFor(total) > pool_->num_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat("the request needs ", total, " tokens of KV cache; the cache holds ",
+                                                   int64_t{pool_->num_blocks()} * pool_->block_size()));
+  }
+  auto r = std::make_unique<Request>();
+  auto live = std::make_unique<Live>();
+  r->prompt_tokens = std::move(params.prompt_tokens);
+  r->sampling = params.sampling;
+  r->max_tokens = params.max_tokens;
+  r->min_tokens = params.min_tokens;
+  r->arrival_time = Now();
+  if (!params.ignore_eos) {
+    r->stop_token_ids = c.eos_token_ids;
+    if (auto eos = tokenizer_->eos_id()) r->stop_token_ids.push_back(*eos);
+  }
+  r->stop_token_ids.insert(r->stop_token_ids.end(), params.stop_token_ids.begin(), params.stop_token_ids.end());
+  live->stop_token_ids = r->stop_token_ids;
+  live->detok = std::make_unique<StreamingDetokenizer>(*tokenizer_, params.skip_special_tokens);
+  live->stop = std::make_unique<StopChecker>(std::move(params.stop), params.include_stop_str_in_output);
+  live->prompt_tokens = static_cast<int32_t>(r->prompt_tokens.size());
+  live->arrival = r->arrival_time;
+
+  absl::MutexLock lock(&mu_);
+  if (stop_) return absl::UnavailableError("the engine is stopped");
+  if (snapshot_.num_waiting + static_cast<int32_t>(inbox_.size()) >= options_.max_waiting_requests) {
+    return absl::ResourceExhaustedError(absl::StrCat("the server is overloaded: ", options_.max_waiting_requests,
+                                                     " requests are already waiting"));
+  }
+  r->id = next_id_++;
+  live->stream = std::make_shared<RequestStream>(r->id);
+  auto stream = live->stream;
+  live_[r->id] = std::move(live);
+  inbox_.push_back(std::move(r));
+  return stream;
+}
+
+void Engine::Abort(uint64_t request_id) {
+  absl::MutexLock lock(&mu_);
+  aborts_.push_back(request_id);
+}
+
+EngineSnapshot Engine::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  return snapshot_;
+}
+
+void Engine::DrainInbox() {
+  for (auto& r : inbox_) {
+    uint64_t id = r->id;
+    absl::Status s = scheduler_->Add(std::move(r));
+    if (!s.ok()) FinishLive(id, FinishReason::kError, std::string(s.message()));
+  }
+  inbox_.clear();
+  for (uint64_t id : aborts_) {
+    scheduler_->Abort(id);
+    FinishLive(id, FinishReason::kAbort, "");
+  }
+  aborts_.clear();
+}
+
+void Engine::FinishLive(uint64_t id, FinishReason reason, const std::string& error) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  Live& live = *it->second;
+  StreamEvent ev;
+  ev.finished = true;
+  ev.finish_reason = reason;
+  ev.error = error;
+  ev.prompt_tokens = live.prompt_tokens;
+  ev.completion_tokens = live.completion_tokens;
+  ev.cached_prompt_tokens = live.cached_prompt_tokens;
+  for (auto& h : live.held) live.stream->Push(std::move(h));
+  live.stream->Push(std::move(ev));
+  if (observer_) observer_->OnFinished(reason, live.prompt_tokens, live.completion_tokens, Now() - live.arrival);
+  live_.erase(it);
+}
+
+void Engine::Emit(Live& live, const RequestUpdate& u, double now) {
+  StreamEvent ev;
+  FinishReason reason = u.finish_reason;
+  for (size_t i = 0; i < u.new_tokens.size(); ++i) {
+    const int32_t t = u.new_tokens[i];
+    ev.token_ids.push_back(t);
+    if (i < u.samples.size()) ev.samples.push_back(u.samples[i]);
+    ++live.completion_tokens;
+    const bool stop_token = reason == FinishReason::kStop &&
+                            std::find(live.stop_token_ids.begin(), live.stop_token_ids.end(), t) !=
+                                live.stop_token_ids.end();
+    if (!stop_token) ev.text += live.stop->Append(live.detok->Push(t));
+    if (live.stop->stopped()) {
+      reason = FinishReason::kStop;
+      if (!u.finished) scheduler_->Finish(u.request_id, FinishReason::kStop);
+    }
+  }
+  const bool finished = u.finished || reason != FinishReason::kNone;
+  if (finished && !live.stop->stopped()) {
+    ev.text += live.stop->Append(live.detok->Flush());
+    ev.text += live.stop->Flush();
+  }
+  if (observer_ && !ev.token_ids.empty()) {
+    if (live.first_token < 0) {
+      live.first_token = now;
+      observer_->OnFirstToken(now - live.arrival, std::max(0.0, live.first_scheduled - live.arrival));
+    } else {
+      observer_->OnToken(now - live.last_token);
+    }
+  }
+  live.last_token = now;
+  ev.prompt_tokens = live.prompt_tokens;
+  ev.completion_tokens = live.completion_tokens;
+  ev.cached_prompt_tokens = live.cached_prompt_tokens;
+  if (finished) {
+    ev.finished = true;
+    ev.finish_reason = reason;
+    live.done = true;
+  }
+  if (options_.scheduler.policy == SchedulingPolicy::kRequest) {
+    live.held.push_back(std::move(ev));  // static batching returns only when the batch ends
+  } else {
+    live.stream->Push(std::move(ev));
+  }
+}
+
+void Engine::Loop() {
+  int64_t iterations = 0;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!scheduler_->has_work()) {
+        auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+          return stop_ || !inbox_.empty() || !aborts_.empty();
+        };
+        mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(100));
+      }
+      if (stop_) return;
+      DrainInbox();
+    }
+    const double t0 = Now();
+    ScheduledBatch batch = scheduler_->Schedule();
+    if (batch.empty()) {
+      absl::MutexLock lock(&mu_);
+      snapshot_.num_running = scheduler_->num_running();
+      snapshot_.num_waiting = scheduler_->num_waiting();
+      snapshot_.kv_cache_usage = pool_->usage();
+      if (scheduler_->has_work()) {
+        // Nothing fits right now (e.g. waiting for KV blocks held by in-flight work).
+        auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || !aborts_.empty(); };
+        mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(5));
+      }
+      continue;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      for (const auto& s : batch.plan.seqs) {
+        auto it = live_.find(s.seq_id);
+        if (it == live_.end()) continue;
+        if (it->second->first_scheduled < 0) {
+          it->second->first_scheduled = t0;
+          if (const Request* r = scheduler_->Find(s.seq_id)) {
+            it->second->cached_prompt_tokens = r->num_cached_prompt_tokens;
+          }
+        }
+      }
+    }
+    batch.plan.iteration = static_cast<uint64_t>(iterations);
+    const double t1 = Now();
+    absl::StatusOr<IterationResult> result = runner_->Execute(batch.plan);
+    const double t2 = Now();
+    absl::MutexLock lock(&mu_);
+    if (!result.ok()) {
+      ORCA_LOG(ERROR) << "iteration " << iterations << " failed: " << result.status();
+      for (const auto& s : batch.plan.seqs) {
+        scheduler_->Finish(s.seq_id, FinishReason::kError);
+        FinishLive(s.seq_id, FinishReason::kError, std::string(result.status().message()));
+      }
+      scheduler_->Update(batch, IterationResult{});
+    } else {
+      for (const RequestUpdate& u : scheduler_->Update(batch, *result)) {
+        auto it = live_.find(u.request_id);
+        if (it == live_.end()) continue;
+        Emit(*it->second, u, t2);
+      }
+    }
+    // Requests that finished (by token, length, stop string, abort) leave now.
+    for (auto& r : scheduler_->TakeFinished()) {
+      auto it = live_.find(r->id);
+      if (it == live_.end()) continue;
+      if (options_.scheduler.policy == SchedulingPolicy::kRequest && scheduler_->num_running() > 0) continue;
+      if (it->second->done) {
+        Live& live = *it->second;
+        for (auto& h : live.held) live.stream->Push(std::move(h));
+        if (observer_) {
+          observer_->OnFinished(r->finish_reason, live.prompt_tokens, live.completion_tokens, t2 - live.arrival);
+        }
+        live_.erase(it);
+      } else {
+        FinishLive(r->id, r->finish_reason, "");
+      }
+    }
+    if (options_.scheduler.policy == SchedulingPolicy::kRequest && scheduler_->num_running() == 0) {
+      // The static batch is over: release every held response.
+      std::vector<uint64_t> done;
+      for (auto& [id, live] : live_) {
+        if (live->done) done.push_back(id);
+      }
+      for (uint64_t id : done) {
+        Live& live = *live_[id];
+        for (auto& h : live.held) live.stream->Push(std::move(h));
+        if (observer_) observer_->OnFinished(FinishReason::kStop, live.prompt_tokens, live.completion_tokens, t2 - live.arrival);
+        live_.erase(id);
+      }
+    }
+    const double t3 = Now();
+    ++iterations;
+    snapshot_.num_running = scheduler_->num_running();
+    snapshot_.num_waiting = scheduler_->num_waiting();
+    snapshot_.kv_cache_usage = pool_->usage();
+    snapshot_.num_preemptions = scheduler_->num_preemptions();
+    snapshot_.prefix_cache_hit_tokens = scheduler_->num_prefix_cache_hit_tokens();
+    snapshot_.iterations = iterations;
+    if (observer_) {
+      observer_->OnIteration(t3 - t0, (t1 - t0) + (t3 - t2), static_cast<int32_t>(batch.plan.seqs.size()),
+                             static_cast<int32_t>(batch.plan.num_tokens()), scheduler_->num_inflight_batches() + 1);
+    }
+  }
+}
+
+}  // namespace orca

@@ -1,0 +1,119 @@
+// Engine: the serving core for one model. It owns the iteration-level scheduler, the
+// KV block pool and the executor, and runs the loop schedule -> execute -> update on
+// its own thread (DESIGN.md section 2): every iteration's tokens are detokenized, stop
+// strings are checked, and the new text is pushed to each request's RequestStream at
+// once. Submit() and Abort() are thread-safe and never block on model execution.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/backend/backend.h"
+#include "engine/executor/model_runner.h"
+#include "engine/sched/scheduler.h"
+#include "engine/serving/request_stream.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace orca {
+
+struct EngineOptions {
+  std::string model_dir;
+  SchedulerConfig scheduler;
+  int32_t block_size = 16;
+  int32_t num_kv_blocks = 0;            // 0: from kv_cache_bytes
+  size_t kv_cache_bytes = size_t{1} << 30;
+  int32_t num_threads = 0;              // CPU backend threads; 0 = all cores
+  int32_t max_waiting_requests = 1024;  // beyond: Submit fails with ResourceExhausted
+};
+
+struct GenerateParams {
+  std::vector<int32_t> prompt_tokens;
+  SamplingParams sampling;
+  int32_t max_tokens = 16;
+  int32_t min_tokens = 0;
+  std::vector<int32_t> stop_token_ids;  // besides EOS
+  bool ignore_eos = false;
+  std::vector<std::string> stop;        // stop strings
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;
+};
+
+// Counters and per-iteration observations, read by the metrics exporter. Callbacks run
+// on the engine thread and must be cheap.
+struct EngineObserver {
+  virtual ~EngineObserver() = default;
+  virtual void OnIteration(double duration_s, double scheduler_overhead_s, int32_t batch_size,
+                           int32_t num_tokens, int32_t inflight) = 0;
+  virtual void OnFirstToken(double ttft_s, double queue_s) = 0;
+  virtual void OnToken(double inter_token_s) = 0;
+  virtual void OnFinished(FinishReason reason, int32_t prompt_tokens, int32_t completion_tokens,
+                          double e2e_s) = 0;
+};
+
+struct EngineSnapshot {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  double kv_cache_usage = 0;
+  int64_t num_preemptions = 0;
+  int64_t prefix_cache_hit_tokens = 0;
+  int64_t iterations = 0;
+};
+
+class Engine {
+ public:
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options);
+  ~Engine();
+
+  // Starts the iteration thread.
+  void Start();
+  // Stops the thread; unfinished requests get an abort event.
+  void Stop();
+
+  // Validates and queues a request. Fails with InvalidArgument (bad tokens, too long)
+  // or ResourceExhausted (waiting queue full). The stream receives every event.
+  absl::StatusOr<std::shared_ptr<RequestStream>> Submit(GenerateParams params);
+  // Aborts a request (client gone); its blocks are freed at the next iteration.
+  void Abort(uint64_t request_id);
+
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelConfig& model_config() const { return runner_->config(); }
+  int32_t max_model_len() const { return options_.scheduler.max_model_len; }
+  EngineSnapshot Snapshot() const;
+  void SetObserver(EngineObserver* observer) { observer_ = observer; }
+
+ private:
+  struct Live;  // per-request engine-side state (detokenizer, stop checker, timing)
+  Engine() = default;
+  void Loop();
+  void DrainInbox() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Emit(Live& live, const RequestUpdate& update, double now);
+  void FinishLive(uint64_t id, FinishReason reason, const std::string& error);
+
+  EngineOptions options_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<KvBlockPool> pool_;
+  std::unique_ptr<IterationScheduler> scheduler_;  // engine thread only
+  EngineObserver* observer_ = nullptr;
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<Request>> inbox_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> aborts_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::unique_ptr<Live>> live_ ABSL_GUARDED_BY(mu_);
+  EngineSnapshot snapshot_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::thread thread_;
+};
+
+}  // namespace orca

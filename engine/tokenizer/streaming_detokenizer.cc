@@ -1,0 +1,65 @@
+// StreamingDetokenizer (declared in tokenizer.h): the prefix_offset / read_offset
+// algorithm of vLLM and TGI. Each step decodes a short window twice, with and without
+// the ids not yet emitted, and emits the difference once it no longer ends in U+FFFD
+// (an incomplete character). Decoding a window that starts at an already emitted id
+// keeps context-dependent rules (SentencePiece's leading-space strip) consistent.
+#include <algorithm>
+#include <string_view>
+
+#include "engine/tokenizer/tokenizer.h"
+
+namespace orca {
+namespace {
+
+bool EndsWithReplacement(std::string_view text) {
+  return text.size() >= 3 && text.substr(text.size() - 3) == "\xEF\xBF\xBD";
+}
+
+// Returns the part of `new_text` after `prefix_text`. Should the two disagree (a
+// decoder whose output for a prefix is not a prefix of its output), it returns the
+// text after their longest common prefix that ends on a character boundary, so the
+// result is still valid UTF-8.
+std::string Delta(const std::string& prefix_text, const std::string& new_text) {
+  size_t common = 0;
+  const size_t limit = std::min(prefix_text.size(), new_text.size());
+  while (common < limit && prefix_text[common] == new_text[common]) ++common;
+  if (common < prefix_text.size()) {
+    while (common > 0 && (static_cast<unsigned char>(new_text[common]) & 0xC0) == 0x80) --common;
+  }
+  return new_text.substr(common);
+}
+
+}  // namespace
+
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens)
+    : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
+
+std::string StreamingDetokenizer::Push(int32_t id) {
+  ids_.push_back(id);
+  const absl::Span<const int32_t> all(ids_);
+  const std::string prefix_text = tokenizer_.Decode(
+      all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
+  const std::string new_text = tokenizer_.Decode(all.subspan(prefix_offset_), skip_special_tokens_);
+  if (new_text.size() <= prefix_text.size() || EndsWithReplacement(new_text)) return "";
+  prefix_offset_ = read_offset_;
+  read_offset_ = ids_.size();
+  return Delta(prefix_text, new_text);
+}
+
+std::string StreamingDetokenizer::Flush() {
+  const absl::Span<const int32_t> all(ids_);
+  const std::string prefix_text = tokenizer_.Decode(
+      all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
+  const std::string new_text = tokenizer_.Decode(all.subspan(prefix_offset_), skip_special_tokens_);
+  std::string out = new_text.size() > prefix_text.size() ? Delta(prefix_text, new_text) : "";
+  if (EndsWithReplacement(new_text)) {
+    // Bytes flushed as U+FFFD must not be decoded again with later ids.
+    prefix_offset_ = read_offset_ = ids_.size();
+  } else if (!out.empty()) {
+    prefix_offset_ = read_offset_;
+    read_offset_ = ids_.size();
+  }
+  return out;
+}
+
+}  // namespace orca

@@ -1,0 +1,120 @@
+#include <string>
+#include <vector>
+
+#include "engine/tokenizer/internal/unicode.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
+#include "tests/engine/tokenizer/test_support.h"
+
+namespace orca {
+namespace {
+
+using tokenizer_internal::IsValidUtf8;
+using tokenizer_test::CorpusOptions;
+using tokenizer_test::MakeCorpus;
+using tokenizer_test::TempDir;
+
+// Streams `ids` and checks every increment is valid UTF-8 and the whole equals Decode.
+void ExpectStreamsLikeDecode(const Tokenizer& t, const std::vector<int32_t>& ids, bool skip,
+                             const std::string& context) {
+  StreamingDetokenizer stream(t, skip);
+  std::string streamed;
+  for (int32_t id : ids) {
+    const std::string piece = stream.Push(id);
+    ASSERT_TRUE(IsValidUtf8(piece)) << context;
+    streamed += piece;
+  }
+  const std::string tail = stream.Flush();
+  ASSERT_TRUE(IsValidUtf8(tail)) << context;
+  streamed += tail;
+  EXPECT_EQ(streamed, t.Decode(ids, skip)) << context;
+}
+
+std::unique_ptr<Tokenizer> Load(const std::string& dir) {
+  auto t = Tokenizer::FromDirectory(dir);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? std::move(*t) : nullptr;
+}
+
+TEST(StreamingDetokenizerTest, HoldsBytesUntilTheCharacterCompletes) {
+  TempDir dir;
+  dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
+  auto t = Load(dir.path());
+  ASSERT_NE(t, nullptr);
+  // "日" = E6 97 A5 as byte-fallback tokens (byte b has id 3 + b), then "▁a".
+  StreamingDetokenizer stream(*t);
+  EXPECT_EQ(stream.Push(1), "");  // BOS, skipped
+  EXPECT_EQ(stream.Push(3 + 0xE6), "");
+  EXPECT_EQ(stream.Push(3 + 0x97), "");
+  EXPECT_EQ(stream.Push(3 + 0xA5), "日");
+  EXPECT_EQ(stream.Push(265), " a");
+  EXPECT_EQ(stream.Flush(), "");
+}
+
+TEST(StreamingDetokenizerTest, FlushReplacesIncompleteBytes) {
+  TempDir dir;
+  dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
+  auto t = Load(dir.path());
+  ASSERT_NE(t, nullptr);
+  StreamingDetokenizer stream(*t);
+  EXPECT_EQ(stream.Push(265), "a");  // the first ▁ is stripped
+  EXPECT_EQ(stream.Push(3 + 0xF0), "");
+  EXPECT_EQ(stream.Push(3 + 0x9F), "");
+  EXPECT_EQ(stream.Flush(), "\uFFFD");
+}
+
+TEST(StreamingDetokenizerTest, KeepsSentencePieceSpacesAcrossPushes) {
+  TempDir dir;
+  dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
+  auto t = Load(dir.path());
+  ASSERT_NE(t, nullptr);
+  const std::vector<int32_t> ids = t->Encode("ab  abcd a", true);
+  ExpectStreamsLikeDecode(*t, ids, true, "tiny");
+  ExpectStreamsLikeDecode(*t, ids, false, "tiny, specials kept");
+  EXPECT_EQ(t->Decode(ids, true), "ab  abcd a");
+}
+
+TEST(StreamingDetokenizerTest, MatchesDecodeOnSyntheticByteLevelTokenizer) {
+  TempDir dir;
+  ASSERT_TRUE(WriteSyntheticTokenizer(dir.path(), 1000).ok());
+  auto t = Load(dir.path());
+  ASSERT_NE(t, nullptr);
+  CorpusOptions options;
+  options.special_texts = {"<s>", "</s>"};
+  for (const std::string& s : MakeCorpus(11, 600, options)) {
+    const std::vector<int32_t> ids = t->Encode(s, true);
+    ExpectStreamsLikeDecode(*t, ids, true, s);
+    ExpectStreamsLikeDecode(*t, ids, false, s);
+  }
+}
+
+TEST(StreamingDetokenizerTest, MatchesDecodeOnStories260K) {
+  if (!tokenizer_test::Stories260KAvailable()) {
+    ORCA_SKIP_OR_FAIL("stories260K not found at " << tokenizer_test::Stories260KDir());
+  }
+  auto t = Load(tokenizer_test::Stories260KDir());
+  ASSERT_NE(t, nullptr);
+  // Its 512-token vocabulary spells CJK and emoji with byte-fallback tokens.
+  for (const std::string& s : MakeCorpus(12, 600, CorpusOptions{})) {
+    const std::vector<int32_t> ids = t->Encode(s, true);
+    ExpectStreamsLikeDecode(*t, ids, true, s);
+    ExpectStreamsLikeDecode(*t, ids, false, s);
+  }
+}
+
+TEST(StreamingDetokenizerTest, CanContinueAfterFlush) {
+  TempDir dir;
+  ASSERT_TRUE(WriteSyntheticTokenizer(dir.path(), 300).ok());
+  auto t = Load(dir.path());
+  ASSERT_NE(t, nullptr);
+  StreamingDetokenizer stream(*t);
+  std::string out;
+  for (int32_t id : t->Encode("héllo", false)) out += stream.Push(id);
+  out += stream.Flush();
+  for (int32_t id : t->Encode(" world", false)) out += stream.Push(id);
+  out += stream.Flush();
+  EXPECT_EQ(out, "héllo world");
+}
+
+}  // namespace
+}  // namespace orca
