@@ -6,5 +6,6 @@ namespace orca {
 
 int RunGenerateCommand(int argc, char** argv);
 int RunModelCommand(int argc, char** argv);
+int RunServeCommand(int argc, char** argv);
 
 }  // namespace orca

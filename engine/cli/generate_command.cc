@@ -118,7 +118,10 @@ absl::Status Generate(const Flags& flags) {
     seq.sample = computed + n == static_cast<int64_t>(tokens.size());
     seq.sampling = sp;
     seq.output_index = generated;
-    if (sp.repetition_penalty != 1.0f) seq.penalty_history = tokens;
+    if (sp.needs_history()) {
+      seq.penalty_history = tokens;
+      seq.penalty_prompt_len = static_cast<int32_t>(prompt_len);
+    }
     ORCA_RETURN_IF_ERROR(table.EnsureCapacity(pool, computed + n));
     seq.block_table = table.blocks();
     IterationPlan plan;

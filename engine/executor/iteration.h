@@ -14,11 +14,17 @@ struct SamplingParams {
   int32_t top_k = 0;               // 0 = off
   float top_p = 1.0f;              // 1 = off
   float min_p = 0.0f;              // 0 = off
-  float repetition_penalty = 1.0f; // 1 = off (Hugging Face / CTRL rule)
+  float repetition_penalty = 1.0f; // 1 = off (Hugging Face / CTRL rule, prompt + output)
+  float presence_penalty = 0.0f;   // OpenAI: subtracted once per token present in the output
+  float frequency_penalty = 0.0f;  // OpenAI: subtracted per occurrence in the output
+  std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI logit_bias, added first
   uint64_t seed = 0;               // every request has one (drawn when not given)
   int32_t logprobs = -1;           // -1: none; 0: the chosen token's; N: also the top N
 
   bool greedy() const { return temperature < 1e-5f; }
+  bool needs_history() const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
+  }
 };
 
 // One sequence's share of an iteration: `token_ids` are its next uncomputed tokens
@@ -34,8 +40,10 @@ struct ScheduledSequence {
   SamplingParams sampling;
   // The index of the token being sampled among the outputs (seeds the random stream).
   int32_t output_index = 0;
-  // Every token of the sequence so far; filled only when repetition_penalty != 1.
+  // Every token of the sequence so far (prompt, then output); filled only when a
+  // penalty needs it (SamplingParams::needs_history).
   std::vector<int32_t> penalty_history;
+  int32_t penalty_prompt_len = 0;  // the first this-many of penalty_history are prompt
   // Tokens that must not be sampled (EOS while min_tokens is not reached).
   std::vector<int32_t> banned_token_ids;
 };

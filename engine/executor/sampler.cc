@@ -36,6 +36,23 @@ SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq)
   SampledToken out;
   out.seq_id = seq.seq_id;
 
+  for (const auto& [t, bias] : p.logit_bias) {
+    if (t >= 0 && t < vocab) logits[t] += bias;
+  }
+  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+    std::vector<int32_t> counts;
+    const size_t start = std::min(seq.penalty_history.size(), static_cast<size_t>(std::max(0, seq.penalty_prompt_len)));
+    std::vector<int32_t> out(seq.penalty_history.begin() + start, seq.penalty_history.end());
+    std::sort(out.begin(), out.end());
+    for (size_t i = 0; i < out.size();) {
+      size_t j = i;
+      while (j < out.size() && out[j] == out[i]) ++j;
+      if (out[i] >= 0 && out[i] < vocab) {
+        logits[out[i]] -= p.frequency_penalty * static_cast<float>(j - i) + p.presence_penalty;
+      }
+      i = j;
+    }
+  }
   if (p.repetition_penalty != 1.0f && p.repetition_penalty > 0) {
     std::vector<int32_t> seen = seq.penalty_history;
     std::sort(seen.begin(), seen.end());

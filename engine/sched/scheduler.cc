@@ -188,8 +188,9 @@ void IterationScheduler::AddToBatch(Request& r, int32_t n, ScheduledBatch& batch
   s.sample = r.num_computed_tokens + n == r.num_tokens();
   s.sampling = r.sampling;
   s.output_index = static_cast<int32_t>(r.output_tokens.size());
-  if (s.sample && r.sampling.repetition_penalty != 1.0f) {
+  if (s.sample && r.sampling.needs_history()) {
     for (int32_t i = 0; i < r.num_tokens(); ++i) s.penalty_history.push_back(r.TokenAt(i));
+    s.penalty_prompt_len = static_cast<int32_t>(r.prompt_tokens.size());
   }
   if (s.sample && static_cast<int32_t>(r.output_tokens.size()) < r.min_tokens) {
     s.banned_token_ids = r.stop_token_ids;

@@ -30,6 +30,7 @@ struct Engine::Live {
   double first_token = -1;
   double last_token = -1;
   bool done = false;
+  FinishReason reason = FinishReason::kNone;
   std::vector<StreamEvent> held;  // request-level policy: returned when the batch ends
 };
 
@@ -215,6 +216,7 @@ void Engine::Emit(Live& live, const RequestUpdate& u, double now) {
     ev.finished = true;
     ev.finish_reason = reason;
     live.done = true;
+    live.reason = reason;
   }
   if (options_.scheduler.policy == SchedulingPolicy::kRequest) {
     live.held.push_back(std::move(ev));  // static batching returns only when the batch ends
@@ -292,7 +294,7 @@ void Engine::Loop() {
         Live& live = *it->second;
         for (auto& h : live.held) live.stream->Push(std::move(h));
         if (observer_) {
-          observer_->OnFinished(r->finish_reason, live.prompt_tokens, live.completion_tokens, t2 - live.arrival);
+          observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens, t2 - live.arrival);
         }
         live_.erase(it);
       } else {
@@ -308,7 +310,7 @@ void Engine::Loop() {
       for (uint64_t id : done) {
         Live& live = *live_[id];
         for (auto& h : live.held) live.stream->Push(std::move(h));
-        if (observer_) observer_->OnFinished(FinishReason::kStop, live.prompt_tokens, live.completion_tokens, t2 - live.arrival);
+        if (observer_) observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens, t2 - live.arrival);
         live_.erase(id);
       }
     }

@@ -175,3 +175,26 @@ TEST(SamplerTest, SeededUniformIsInRangeAndSpread) {
 
 }  // namespace
 }  // namespace orca
+
+namespace orca {
+namespace {
+
+TEST(SamplerTest, PresenceFrequencyPenaltiesAndLogitBiasFollowOpenAI) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  p.logit_bias = {{6, 10.0f}};
+  ScheduledSequence s = Seq(p);
+  s.penalty_history = {1, 1, 3, 3, 3};  // the prompt: not penalised
+  s.penalty_prompt_len = 2;              // output = {3, 3, 3}
+  std::vector<float> l = kLogits;
+  SampledToken t = SampleToken(absl::MakeSpan(l), s);
+  EXPECT_FLOAT_EQ(l[1], 3.0f);
+  EXPECT_FLOAT_EQ(l[3], 2.5f - 3 * 0.25f - 0.5f);
+  EXPECT_FLOAT_EQ(l[6], 10.0f);
+  EXPECT_EQ(t.token_id, 6);
+}
+
+}  // namespace
+}  // namespace orca

@@ -1,0 +1,41 @@
+// GrpcServer: orca.v1.Inference/Generate (proto/orca/v1/inference.proto) with the
+// semantics of the HTTP API: a GenerateRequest is validated by the same parser as a
+// /v1/completions body, and each engine event becomes one streamed GenerateResponse.
+// A cancelled call aborts its request. Thread-safe; Start() returns once bound.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/serving/engine.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace orca {
+
+struct GrpcServerOptions {
+  std::string address = "0.0.0.0:8001";  // port 0 picks a free port
+  std::string served_model_name;
+  std::function<bool()> ready;
+};
+
+class GrpcServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(Engine* engine, GrpcServerOptions options);
+  ~GrpcServer();
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  class Service;
+  GrpcServer() = default;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace orca

@@ -1,0 +1,392 @@
+#include "engine/server/http_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/common/log.h"
+#include "engine/common/status_macros.h"
+#include "engine/server/api_error.h"
+#include "engine/server/openai_request.h"
+#include "engine/server/openai_response.h"
+
+namespace orca {
+namespace {
+
+using json = nlohmann::json;
+
+void SendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.http_status;
+  if (e.http_status == 429 || e.http_status == 503) res.set_header("Retry-After", "1");
+  res.set_content(e.ToJson(), "application/json");
+}
+
+ApiError ErrorFrom(const absl::Status& s) {
+  std::string param;
+  if (auto p = s.GetPayload(kParamPayload)) param = std::string(*p);
+  return FromStatus(s, param);
+}
+
+std::string RandomId(const char* prefix) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[33];
+  snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(rng()),
+           static_cast<unsigned long long>(rng()));
+  return std::string(prefix) + buf;
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Per-request state shared by the handler and its stream provider.
+struct Generation {
+  ResponseContext ctx;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<ChoiceState> choices;
+  std::vector<std::string> echo_prefix;
+  std::vector<bool> started;
+  bool include_usage = false;
+  Engine* engine = nullptr;
+
+  void AbortAll() {
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (!choices[i].finished) engine->Abort(streams[i]->id());
+    }
+  }
+  // Applies an event to choice i; returns the index range of new tokens.
+  std::pair<size_t, size_t> Apply(size_t i, StreamEvent& ev, std::string* error) {
+    ChoiceState& c = choices[i];
+    size_t from = c.samples.size();
+    c.text += ev.text;
+    c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+    c.samples.insert(c.samples.end(), ev.samples.begin(), ev.samples.end());
+    c.prompt_tokens = ev.prompt_tokens;
+    c.completion_tokens = ev.completion_tokens;
+    c.cached_prompt_tokens = ev.cached_prompt_tokens;
+    if (ev.finished) {
+      c.finished = true;
+      c.finish_reason = ev.finish_reason;
+      if (ev.finish_reason == FinishReason::kError) *error = ev.error.empty() ? "generation failed" : ev.error;
+    }
+    return {from, c.samples.size()};
+  }
+  bool AllFinished() const {
+    for (const auto& c : choices) {
+      if (!c.finished) return false;
+    }
+    return true;
+  }
+};
+
+bool WriteEvent(httplib::DataSink& sink, const std::string& data) {
+  std::string frame = "data: " + data + "\n\n";
+  return sink.write(frame.data(), frame.size());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine, HttpServerOptions options) {
+  auto s = std::unique_ptr<HttpServer>(new HttpServer());
+  s->engine_ = engine;
+  s->options_ = std::move(options);
+  if (!s->options_.render_chat) {
+    return absl::InvalidArgumentError("HttpServerOptions.render_chat is required");
+  }
+  s->server_ = std::make_unique<httplib::Server>();
+  const int threads = s->options_.num_threads;
+  s->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s->server_->set_payload_max_length(s->options_.max_body_bytes);
+  s->server_->set_read_timeout(30, 0);
+  s->server_->set_write_timeout(30, 0);
+  s->Routes();
+  return s;
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+absl::Status HttpServer::Start() {
+  if (options_.port == 0) {
+    port_ = server_->bind_to_any_port(options_.host);
+  } else {
+    port_ = server_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  }
+  if (port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.host, ":", options_.port));
+  }
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  ORCA_LOG(INFO) << "HTTP API on " << options_.host << ":" << port_ << " serving '" << options_.served_model_name << "'";
+  return absl::OkStatus();
+}
+
+void HttpServer::Stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HttpServer::Routes() {
+  httplib::Server& srv = *server_;
+  const std::string model_name = options_.served_model_name;
+
+  srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string& p = req.path;
+    if (p == "/health" || p == "/ready" || p == "/metrics" || p == "/version") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
+      ApiError e = FromStatus(absl::UnauthenticatedError("Incorrect API key provided."));
+      SendError(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  srv.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.http_status = res.status;
+    if (res.status == 404) {
+      e.type = "not_found_error";
+      e.message = absl::StrCat("Not found: ", req.method, " ", req.path);
+    } else if (res.status == 413) {
+      e.message = "The request body is too large.";
+    } else if (res.status == 400) {
+      e.message = "The request is malformed.";
+    } else {
+      e.message = absl::StrCat("HTTP ", res.status);
+      e.type = res.status >= 500 ? "internal_error" : "invalid_request_error";
+    }
+    res.set_content(e.ToJson(), "application/json");
+  });
+  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    ApiError e;
+    e.http_status = 500;
+    e.type = "internal_error";
+    e.message = "internal error";
+    SendError(res, e);
+  });
+
+  srv.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  srv.Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
+    bool ready = !options_.ready || options_.ready();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? R"({"status":"ready"})" : R"({"status":"not ready"})", "application/json");
+  });
+  srv.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(json{{"version", ORCA_VERSION_STRING}}.dump(), "application/json");
+  });
+  srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(options_.metrics_text ? options_.metrics_text() : "", "text/plain; version=0.0.4; charset=utf-8");
+  });
+  srv.Get("/v1/models", [this, model_name](const httplib::Request&, httplib::Response& res) {
+    json m = {{"id", model_name},
+              {"object", "model"},
+              {"created", UnixNow()},
+              {"owned_by", "orca"},
+              {"root", model_name},
+              {"max_model_len", engine_->max_model_len()}};
+    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(), "application/json");
+  });
+
+  auto check_model = [model_name](const std::string& m) -> absl::Status {
+    if (!m.empty() && m != model_name) {
+      absl::Status s = absl::NotFoundError(absl::StrCat("The model `", m, "` does not exist."));
+      s.SetPayload(kParamPayload, absl::Cord("model"));
+      return s;
+    }
+    return absl::OkStatus();
+  };
+
+  auto render_chat = [this](const json& messages, bool add_generation_prompt,
+                            const json& kwargs) -> absl::StatusOr<std::string> {
+    const Tokenizer& tok = engine_->tokenizer();
+    json ctx = kwargs.is_object() ? kwargs : json::object();
+    ctx["messages"] = messages;
+    ctx["add_generation_prompt"] = add_generation_prompt;
+    ctx["bos_token"] = tok.bos_id() ? tok.IdToToken(*tok.bos_id()) : "";
+    ctx["eos_token"] = tok.eos_id() ? tok.IdToToken(*tok.eos_id()) : "";
+    auto text = options_.render_chat(ctx);
+    if (!text.ok()) {
+      absl::Status s = absl::InvalidArgumentError(absl::StrCat("chat template: ", text.status().message()));
+      s.SetPayload(kParamPayload, absl::Cord("messages"));
+      return s;
+    }
+    return text;
+  };
+
+  srv.Post("/tokenize", [this, check_model, render_chat](const httplib::Request& req, httplib::Response& res) {
+    auto t = ParseTokenizeRequest(req.body);
+    if (!t.ok()) return SendError(res, ErrorFrom(t.status()));
+    if (auto s = check_model(t->model); !s.ok()) return SendError(res, ErrorFrom(s));
+    std::vector<int32_t> ids;
+    if (!t->messages.is_null()) {
+      auto text = render_chat(t->messages, t->add_generation_prompt, json::object());
+      if (!text.ok()) return SendError(res, ErrorFrom(text.status()));
+      ids = engine_->tokenizer().Encode(*text, false);
+    } else {
+      ids = engine_->tokenizer().Encode(t->prompt, t->add_special_tokens);
+    }
+    res.set_content(json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine_->max_model_len()}}.dump(),
+                    "application/json");
+  });
+  srv.Post("/detokenize", [this, check_model](const httplib::Request& req, httplib::Response& res) {
+    std::string model;
+    auto ids = ParseDetokenizeRequest(req.body, &model);
+    if (!ids.ok()) return SendError(res, ErrorFrom(ids.status()));
+    if (auto s = check_model(model); !s.ok()) return SendError(res, ErrorFrom(s));
+    for (int32_t t : *ids) {
+      if (t >= engine_->model_config().vocab_size) {
+        return SendError(res, InvalidRequest(absl::StrCat("token id ", t, " is outside the vocabulary"), "tokens"));
+      }
+    }
+    res.set_content(Dump(json{{"prompt", engine_->tokenizer().Decode(*ids, false)}}), "application/json");
+  });
+
+  auto generate = [this, check_model, render_chat, model_name](bool chat) {
+    return [=, this](const httplib::Request& req, httplib::Response& res) {
+      auto parsed = ParseOpenAiRequest(req.body, chat);
+      if (!parsed.ok()) return SendError(res, ErrorFrom(parsed.status()));
+      OpenAiRequest& r = *parsed;
+      if (auto s = check_model(r.model); !s.ok()) return SendError(res, ErrorFrom(s));
+      if (r.echo && r.logprobs >= 0) {
+        return SendError(res, InvalidRequest("'echo' together with 'logprobs' (prompt logprobs) is not supported yet", "echo"));
+      }
+      if (options_.ready && !options_.ready()) {
+        return SendError(res, FromStatus(absl::UnavailableError("the serving group is not ready; retry shortly")));
+      }
+      const Tokenizer& tok = engine_->tokenizer();
+      std::vector<std::vector<int32_t>> prompts;
+      std::vector<std::string> echo_text;
+      if (chat) {
+        auto text = render_chat(r.messages, r.add_generation_prompt, r.chat_template_kwargs);
+        if (!text.ok()) return SendError(res, ErrorFrom(text.status()));
+        prompts.push_back(tok.Encode(*text, /*add_special_tokens=*/false));
+      } else {
+        for (size_t i = 0; i < r.prompt_texts.size(); ++i) {
+          if (r.prompt_ids[i].empty()) {
+            prompts.push_back(tok.Encode(r.prompt_texts[i], /*add_special_tokens=*/true));
+            echo_text.push_back(r.prompt_texts[i]);
+          } else {
+            prompts.push_back(r.prompt_ids[i]);
+            echo_text.push_back(tok.Decode(r.prompt_ids[i], false));
+          }
+        }
+      }
+      auto gen = std::make_shared<Generation>();
+      gen->engine = engine_;
+      gen->ctx.chat = chat;
+      gen->ctx.id = RandomId(chat ? "chatcmpl-" : "cmpl-");
+      gen->ctx.created = UnixNow();
+      gen->ctx.model = model_name;
+      gen->ctx.logprobs = r.logprobs;
+      gen->ctx.tokenizer = &tok;
+      gen->include_usage = r.include_usage;
+      static thread_local std::mt19937_64 seeder{std::random_device{}()};
+      for (size_t p = 0; p < prompts.size(); ++p) {
+        for (int32_t i = 0; i < r.n; ++i) {
+          GenerateParams params = r.params;
+          params.prompt_tokens = prompts[p];
+          if (params.max_tokens < 0) {
+            params.max_tokens = engine_->max_model_len() - static_cast<int32_t>(prompts[p].size());
+            if (params.max_tokens < 1) params.max_tokens = 1;  // Submit reports the context error
+          }
+          params.sampling.seed = r.seed ? *r.seed + static_cast<uint64_t>(p * r.n + i) : seeder();
+          auto stream = engine_->Submit(std::move(params));
+          if (!stream.ok()) {
+            gen->AbortAll();
+            absl::Status s = stream.status();
+            if (s.code() == absl::StatusCode::kInvalidArgument) {
+              s.SetPayload(kParamPayload, absl::Cord(chat ? "messages" : "prompt"));
+            }
+            return SendError(res, ErrorFrom(s));
+          }
+          gen->streams.push_back(*stream);
+          ChoiceState c;
+          c.index = static_cast<int32_t>(gen->choices.size());
+          c.counts_prompt = i == 0;
+          gen->choices.push_back(c);
+          gen->started.push_back(false);
+          gen->echo_prefix.push_back(r.echo && p < echo_text.size() ? echo_text[p] : "");
+        }
+      }
+
+      if (!r.stream) {
+        std::string error;
+        for (size_t i = 0; i < gen->streams.size(); ++i) {
+          StreamEvent ev;
+          while (!gen->choices[i].finished) {
+            if (gen->streams[i]->Pop(&ev, absl::Seconds(1))) gen->Apply(i, ev, &error);
+          }
+        }
+        if (!error.empty()) {
+          ApiError e;
+          e.http_status = 500;
+          e.type = "internal_error";
+          e.message = error;
+          return SendError(res, e);
+        }
+        res.set_content(Dump(FullResponse(gen->ctx, gen->choices, gen->echo_prefix)), "application/json");
+        return;
+      }
+
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Accel-Buffering", "no");  // tell nginx-style proxies not to buffer SSE
+      res.set_chunked_content_provider("text/event-stream", [gen](size_t, httplib::DataSink& sink) {
+        std::string error;
+        if (!gen->echo_prefix.empty()) {
+          for (size_t i = 0; i < gen->choices.size(); ++i) {
+            if (gen->started[i] || gen->echo_prefix[i].empty()) continue;
+            gen->started[i] = true;
+            if (!WriteEvent(sink, Dump(StreamChunk(gen->ctx, gen->choices[i], gen->echo_prefix[i], 0, 0, true, false)))) {
+              gen->AbortAll();
+              return false;
+            }
+          }
+        }
+        while (!gen->AllFinished()) {
+          const absl::Duration wait = gen->streams.size() == 1 ? absl::Milliseconds(500) : absl::Milliseconds(5);
+          for (size_t i = 0; i < gen->streams.size(); ++i) {
+            if (gen->choices[i].finished) continue;
+            StreamEvent ev;
+            if (!gen->streams[i]->Pop(&ev, wait)) continue;
+            auto [from, to] = gen->Apply(i, ev, &error);
+            if (!error.empty()) {
+              ApiError e;
+              e.http_status = 500;
+              e.type = "internal_error";
+              e.message = error;
+              WriteEvent(sink, e.ToJson());
+              WriteEvent(sink, "[DONE]");
+              gen->AbortAll();
+              sink.done();
+              return true;
+            }
+            const ChoiceState& c = gen->choices[i];
+            const bool first = !gen->started[i];
+            if (ev.text.empty() && from == to && !c.finished && !first) continue;
+            gen->started[i] = true;
+            bool ok = WriteEvent(sink, Dump(StreamChunk(gen->ctx, c, ev.text, from, to, first && gen->ctx.chat, false)));
+            if (ok && c.finished) ok = WriteEvent(sink, Dump(StreamChunk(gen->ctx, c, "", to, to, false, true)));
+            if (!ok) {  // the client went away
+              gen->AbortAll();
+              return false;
+            }
+          }
+        }
+        if (gen->include_usage && !WriteEvent(sink, Dump(UsageChunk(gen->ctx, gen->choices)))) return false;
+        WriteEvent(sink, "[DONE]");
+        sink.done();
+        return true;
+      });
+    };
+  };
+  srv.Post("/v1/completions", generate(false));
+  srv.Post("/v1/chat/completions", generate(true));
+}
+
+}  // namespace orca

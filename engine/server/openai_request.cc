@@ -1,0 +1,337 @@
+#include "engine/server/openai_request.h"
+
+#include <cmath>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "engine/common/status_macros.h"
+
+namespace orca {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int32_t kMaxN = 128;
+constexpr int32_t kMaxStops = 16;
+constexpr size_t kMaxStopLength = 256;
+constexpr int32_t kMaxLogprobs = 20;
+constexpr size_t kMaxPrompts = 64;
+
+absl::Status Invalid(const std::string& param, const std::string& message) {
+  absl::Status s = absl::InvalidArgumentError(message);
+  s.SetPayload(kParamPayload, absl::Cord(param));
+  return s;
+}
+
+// Typed, range-checked access to optional fields of the request object. null means
+// "not given", as in the OpenAI API.
+class Fields {
+ public:
+  explicit Fields(const json& j) : j_(j) {}
+  const json* Get(const char* name) const {
+    auto it = j_.find(name);
+    if (it == j_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  absl::Status Bool(const char* name, bool* out) const {
+    const json* v = Get(name);
+    if (v == nullptr) return absl::OkStatus();
+    if (!v->is_boolean()) return Invalid(name, absl::StrCat("'", name, "' must be a boolean"));
+    *out = v->get<bool>();
+    return absl::OkStatus();
+  }
+  absl::Status Int(const char* name, int64_t lo, int64_t hi, std::optional<int64_t>* out) const {
+    const json* v = Get(name);
+    if (v == nullptr) return absl::OkStatus();
+    if (v->is_number_float()) {
+      double d = v->get<double>();
+      if (std::floor(d) != d) return Invalid(name, absl::StrCat("'", name, "' must be an integer"));
+    } else if (!v->is_number_integer()) {
+      return Invalid(name, absl::StrCat("'", name, "' must be an integer"));
+    }
+    double d = v->get<double>();
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+      return Invalid(name, absl::StrCat("'", name, "' must be between ", lo, " and ", hi, ", got ", v->dump()));
+    }
+    *out = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
+    return absl::OkStatus();
+  }
+  absl::Status Number(const char* name, double lo, double hi, bool lo_open, float* out) const {
+    const json* v = Get(name);
+    if (v == nullptr) return absl::OkStatus();
+    if (!v->is_number()) return Invalid(name, absl::StrCat("'", name, "' must be a number"));
+    double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi || (lo_open && d == lo)) {
+      return Invalid(name, absl::StrCat("'", name, "' must be ", lo_open ? "greater than " : "between ", lo,
+                                        lo_open ? " and at most " : " and ", hi, ", got ", v->dump()));
+    }
+    *out = static_cast<float>(d);
+    return absl::OkStatus();
+  }
+
+ private:
+  const json& j_;
+};
+
+absl::StatusOr<std::vector<int32_t>> TokenIds(const json& v, const std::string& param) {
+  std::vector<int32_t> ids;
+  for (const json& t : v) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
+      return Invalid(param, absl::StrCat("'", param, "' token ids must be non-negative integers"));
+    }
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return ids;
+}
+
+absl::Status ParsePrompt(const json& j, OpenAiRequest& r) {
+  auto it = j.find("prompt");
+  if (it == j.end() || it->is_null()) return Invalid("prompt", "'prompt' is required");
+  const json& p = *it;
+  auto add_text = [&](const json& s) -> absl::Status {
+    if (s.get_ref<const std::string&>().empty()) return Invalid("prompt", "'prompt' must not be empty");
+    r.prompt_texts.push_back(s.get<std::string>());
+    r.prompt_ids.emplace_back();
+    return absl::OkStatus();
+  };
+  if (p.is_string()) return add_text(p);
+  if (!p.is_array() || p.empty()) {
+    return Invalid("prompt", "'prompt' must be a string, an array of strings, or token ids");
+  }
+  if (p.size() > kMaxPrompts) return Invalid("prompt", absl::StrCat("at most ", kMaxPrompts, " prompts per request"));
+  if (p[0].is_number()) {
+    ORCA_ASSIGN_OR_RETURN(auto ids, TokenIds(p, "prompt"));
+    r.prompt_texts.emplace_back();
+    r.prompt_ids.push_back(std::move(ids));
+    return absl::OkStatus();
+  }
+  for (const json& e : p) {
+    if (e.is_string()) {
+      ORCA_RETURN_IF_ERROR(add_text(e));
+    } else if (e.is_array() && !e.empty()) {
+      ORCA_ASSIGN_OR_RETURN(auto ids, TokenIds(e, "prompt"));
+      r.prompt_texts.emplace_back();
+      r.prompt_ids.push_back(std::move(ids));
+    } else {
+      return Invalid("prompt", "'prompt' must be a string, an array of strings, or token ids");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseMessages(const json& j, OpenAiRequest& r) {
+  auto it = j.find("messages");
+  if (it == j.end() || !it->is_array()) return Invalid("messages", "'messages' must be an array");
+  if (it->empty()) return Invalid("messages", "'messages' must not be empty");
+  json out = json::array();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    std::string where = absl::StrCat("messages[", i, "]");
+    if (!m.is_object()) return Invalid(where, absl::StrCat("'", where, "' must be an object"));
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return Invalid(where + ".role", absl::StrCat("'", where, ".role' must be a string"));
+    const std::string rs = role->get<std::string>();
+    if (rs != "system" && rs != "user" && rs != "assistant" && rs != "tool" && rs != "developer" && rs != "function") {
+      return Invalid(where + ".role", absl::StrCat("'", where, ".role' is '", rs,
+                                                   "'; expected system, developer, user, assistant or tool"));
+    }
+    json msg = m;
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      if (rs != "assistant") return Invalid(where + ".content", absl::StrCat("'", where, ".content' is required"));
+      msg["content"] = "";
+    } else if (content->is_array()) {
+      std::string text;
+      for (const json& part : *content) {
+        if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+          return Invalid(where + ".content", "content parts must be objects with a 'type'");
+        }
+        if (part["type"] != "text" || !part.contains("text") || !part["text"].is_string()) {
+          return Invalid(where + ".content", absl::StrCat("content part type '", part["type"].get<std::string>(),
+                                                          "' is not supported (text only)"));
+        }
+        text += part["text"].get<std::string>();
+      }
+      msg["content"] = text;
+    } else if (!content->is_string()) {
+      return Invalid(where + ".content", absl::StrCat("'", where, ".content' must be a string or an array of parts"));
+    }
+    out.push_back(std::move(msg));
+  }
+  r.messages = std::move(out);
+  return absl::OkStatus();
+}
+
+absl::Status ParseStop(const json& j, OpenAiRequest& r) {
+  auto it = j.find("stop");
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  std::vector<std::string> stops;
+  if (it->is_string()) {
+    stops.push_back(it->get<std::string>());
+  } else if (it->is_array()) {
+    if (static_cast<int32_t>(it->size()) > kMaxStops) {
+      return Invalid("stop", absl::StrCat("'stop' may hold at most ", kMaxStops, " strings"));
+    }
+    for (const json& s : *it) {
+      if (!s.is_string()) return Invalid("stop", "'stop' must be a string or an array of strings");
+      stops.push_back(s.get<std::string>());
+    }
+  } else {
+    return Invalid("stop", "'stop' must be a string or an array of strings");
+  }
+  for (const auto& s : stops) {
+    if (s.empty()) return Invalid("stop", "stop strings must not be empty");
+    if (s.size() > kMaxStopLength) return Invalid("stop", absl::StrCat("stop strings are limited to ", kMaxStopLength, " bytes"));
+  }
+  r.params.stop = std::move(stops);
+  return absl::OkStatus();
+}
+
+absl::Status ParseSampling(const json& j, OpenAiRequest& r) {
+  Fields f(j);
+  SamplingParams& sp = r.params.sampling;
+  ORCA_RETURN_IF_ERROR(f.Number("temperature", 0, 2, false, &sp.temperature));
+  ORCA_RETURN_IF_ERROR(f.Number("top_p", 0, 1, true, &sp.top_p));
+  ORCA_RETURN_IF_ERROR(f.Number("min_p", 0, 1, false, &sp.min_p));
+  ORCA_RETURN_IF_ERROR(f.Number("repetition_penalty", 0, 2, true, &sp.repetition_penalty));
+  ORCA_RETURN_IF_ERROR(f.Number("presence_penalty", -2, 2, false, &sp.presence_penalty));
+  ORCA_RETURN_IF_ERROR(f.Number("frequency_penalty", -2, 2, false, &sp.frequency_penalty));
+  std::optional<int64_t> v;
+  ORCA_RETURN_IF_ERROR(f.Int("top_k", -1, 1 << 20, &v));
+  if (v) sp.top_k = static_cast<int32_t>(std::max<int64_t>(*v, 0));
+  v.reset();
+  ORCA_RETURN_IF_ERROR(f.Int("seed", INT64_MIN, INT64_MAX, &v));
+  if (v) r.seed = static_cast<uint64_t>(*v);
+  if (const json* lb = f.Get("logit_bias")) {
+    if (!lb->is_object()) return Invalid("logit_bias", "'logit_bias' must be an object of token id -> bias");
+    if (lb->size() > 300) return Invalid("logit_bias", "'logit_bias' may hold at most 300 entries");
+    for (auto it = lb->begin(); it != lb->end(); ++it) {
+      int64_t id = -1;
+      try {
+        size_t used = 0;
+        id = std::stoll(it.key(), &used);
+        if (used != it.key().size()) id = -1;
+      } catch (...) {
+        id = -1;
+      }
+      if (id < 0 || id > INT32_MAX || !it.value().is_number()) {
+        return Invalid("logit_bias", "'logit_bias' keys must be token ids and values numbers");
+      }
+      double b = it.value().get<double>();
+      if (b < -100 || b > 100) return Invalid("logit_bias", "'logit_bias' values must be between -100 and 100");
+      sp.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool chat) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Invalid("", "the request body is not valid JSON");
+  if (!j.is_object()) return Invalid("", "the request body must be a JSON object");
+  OpenAiRequest r;
+  r.chat = chat;
+  Fields f(j);
+  if (const json* m = f.Get("model")) {
+    if (!m->is_string()) return Invalid("model", "'model' must be a string");
+    r.model = m->get<std::string>();
+  }
+  if (chat) {
+    ORCA_RETURN_IF_ERROR(ParseMessages(j, r));
+    ORCA_RETURN_IF_ERROR(f.Bool("add_generation_prompt", &r.add_generation_prompt));
+    if (const json* k = f.Get("chat_template_kwargs")) {
+      if (!k->is_object()) return Invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+      r.chat_template_kwargs = *k;
+    }
+  } else {
+    ORCA_RETURN_IF_ERROR(ParsePrompt(j, r));
+    if (f.Get("suffix")) return Invalid("suffix", "'suffix' is not supported");
+  }
+  std::optional<int64_t> v;
+  const char* max_field = chat && f.Get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  ORCA_RETURN_IF_ERROR(f.Int(max_field, 1, 1 << 24, &v));
+  r.max_tokens_given = v.has_value();
+  r.params.max_tokens = v ? static_cast<int32_t>(*v) : (chat ? -1 : 16);
+  v.reset();
+  ORCA_RETURN_IF_ERROR(f.Int("min_tokens", 0, 1 << 24, &v));
+  if (v) r.params.min_tokens = static_cast<int32_t>(*v);
+  if (r.max_tokens_given && r.params.min_tokens > r.params.max_tokens) {
+    return Invalid("min_tokens", "'min_tokens' must not exceed 'max_tokens'");
+  }
+  v.reset();
+  ORCA_RETURN_IF_ERROR(f.Int("n", 1, kMaxN, &v));
+  if (v) r.n = static_cast<int32_t>(*v);
+  v.reset();
+  ORCA_RETURN_IF_ERROR(f.Int("best_of", 1, kMaxN, &v));
+  if (v && *v != r.n) return Invalid("best_of", "'best_of' other than n is not supported");
+  ORCA_RETURN_IF_ERROR(f.Bool("stream", &r.stream));
+  if (const json* so = f.Get("stream_options")) {
+    if (!so->is_object()) return Invalid("stream_options", "'stream_options' must be an object");
+    if (!r.stream) return Invalid("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    ORCA_RETURN_IF_ERROR(Fields(*so).Bool("include_usage", &r.include_usage));
+  }
+  ORCA_RETURN_IF_ERROR(f.Bool("ignore_eos", &r.params.ignore_eos));
+  ORCA_RETURN_IF_ERROR(f.Bool("skip_special_tokens", &r.params.skip_special_tokens));
+  ORCA_RETURN_IF_ERROR(f.Bool("include_stop_str_in_output", &r.params.include_stop_str_in_output));
+  if (const json* ids = f.Get("stop_token_ids")) {
+    if (!ids->is_array() || ids->size() > 64) return Invalid("stop_token_ids", "'stop_token_ids' must be an array of at most 64 token ids");
+    ORCA_ASSIGN_OR_RETURN(r.params.stop_token_ids, TokenIds(*ids, "stop_token_ids"));
+  }
+  ORCA_RETURN_IF_ERROR(ParseStop(j, r));
+  ORCA_RETURN_IF_ERROR(ParseSampling(j, r));
+  if (chat) {
+    bool want = false;
+    ORCA_RETURN_IF_ERROR(f.Bool("logprobs", &want));
+    v.reset();
+    ORCA_RETURN_IF_ERROR(f.Int("top_logprobs", 0, kMaxLogprobs, &v));
+    if (v && !want) return Invalid("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
+    if (want) r.logprobs = v ? static_cast<int32_t>(*v) : 0;
+  } else {
+    ORCA_RETURN_IF_ERROR(f.Bool("echo", &r.echo));
+    v.reset();
+    ORCA_RETURN_IF_ERROR(f.Int("logprobs", 0, kMaxLogprobs, &v));
+    if (v) r.logprobs = static_cast<int32_t>(*v);
+  }
+  r.params.sampling.logprobs = r.logprobs;
+  return r;
+}
+
+absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Invalid("", "the request body must be a JSON object");
+  TokenizeRequest t;
+  Fields f(j);
+  if (const json* m = f.Get("model")) {
+    if (!m->is_string()) return Invalid("model", "'model' must be a string");
+    t.model = m->get<std::string>();
+  }
+  ORCA_RETURN_IF_ERROR(f.Bool("add_special_tokens", &t.add_special_tokens));
+  ORCA_RETURN_IF_ERROR(f.Bool("add_generation_prompt", &t.add_generation_prompt));
+  if (f.Get("messages")) {
+    OpenAiRequest tmp;
+    ORCA_RETURN_IF_ERROR(ParseMessages(j, tmp));
+    t.messages = std::move(tmp.messages);
+    return t;
+  }
+  const json* p = f.Get("prompt");
+  if (p == nullptr || !p->is_string()) return Invalid("prompt", "'prompt' must be a string");
+  t.prompt = p->get<std::string>();
+  return t;
+}
+
+absl::StatusOr<std::vector<int32_t>> ParseDetokenizeRequest(const std::string& body, std::string* model) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Invalid("", "the request body must be a JSON object");
+  Fields f(j);
+  if (const json* m = f.Get("model")) {
+    if (!m->is_string()) return Invalid("model", "'model' must be a string");
+    *model = m->get<std::string>();
+  }
+  const json* t = f.Get("tokens");
+  if (t == nullptr || !t->is_array()) return Invalid("tokens", "'tokens' must be an array of token ids");
+  return TokenIds(*t, "tokens");
+}
+
+}  // namespace orca

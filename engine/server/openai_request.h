@@ -1,0 +1,61 @@
+// Parsing and validation of OpenAI-compatible request bodies (/v1/completions and
+// /v1/chat/completions). Every malformed or out-of-range field yields InvalidArgument
+// with a message naming the field; the field name also travels as the Status payload
+// kParamPayload so the HTTP edge can fill the error's "param". Unknown fields are
+// ignored, as the OpenAI-compatible servers of the field do. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "engine/serving/engine.h"
+
+namespace orca {
+
+inline constexpr char kParamPayload[] = "orca.dev/param";
+
+struct ChatMessageInput {
+  std::string role;
+  nlohmann::json message;  // the whole message object, content flattened to a string
+};
+
+struct OpenAiRequest {
+  bool chat = false;
+  std::string model;
+  // Completions: one entry per prompt (text or token ids). Chat: messages instead.
+  std::vector<std::string> prompt_texts;           // "" for token-id prompts
+  std::vector<std::vector<int32_t>> prompt_ids;    // filled for token-id prompts
+  nlohmann::json messages;                          // chat: validated array
+  bool add_generation_prompt = true;
+  nlohmann::json chat_template_kwargs;              // extra template variables
+
+  GenerateParams params;        // max_tokens may be unset (-1) for chat: fill at tokenize
+  bool max_tokens_given = false;
+  int32_t n = 1;
+  bool stream = false;
+  bool include_usage = false;
+  bool echo = false;
+  int32_t logprobs = -1;        // completions: N; chat: top_logprobs when logprobs=true
+  std::optional<uint64_t> seed;
+};
+
+// Parses a request body. `chat` selects the chat schema.
+absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool chat);
+
+// Parses /tokenize and /detokenize bodies.
+struct TokenizeRequest {
+  std::string model;
+  std::string prompt;
+  nlohmann::json messages;  // chat form
+  bool add_special_tokens = true;
+  bool add_generation_prompt = true;
+};
+absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body);
+absl::StatusOr<std::vector<int32_t>> ParseDetokenizeRequest(const std::string& body, std::string* model);
+
+}  // namespace orca

@@ -1,0 +1,149 @@
+#include "engine/server/openai_response.h"
+
+#include <cmath>
+
+namespace orca {
+namespace {
+
+using json = nlohmann::json;
+
+json Logprob(float lp) { return std::isfinite(lp) ? json(lp) : json(-9999.0); }
+
+std::string TokenText(const ResponseContext& ctx, int32_t id) {
+  return ctx.tokenizer->Decode(std::vector<int32_t>{id}, /*skip_special_tokens=*/false);
+}
+
+json Bytes(const std::string& s) {
+  json b = json::array();
+  for (unsigned char ch : s) b.push_back(static_cast<int>(ch));
+  return b;
+}
+
+}  // namespace
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json FinishReasonJson(const ChoiceState& c) {
+  if (!c.finished) return nullptr;
+  switch (c.finish_reason) {
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kError:
+      return "error";
+    default:
+      return "stop";
+  }
+}
+
+json LogprobsJson(const ResponseContext& ctx, const ChoiceState& c, size_t from, size_t to, size_t text_offset) {
+  if (ctx.logprobs < 0) return nullptr;
+  to = std::min(to, c.samples.size());
+  if (ctx.chat) {
+    json content = json::array();
+    for (size_t i = from; i < to; ++i) {
+      const SampledToken& s = c.samples[i];
+      std::string tok = TokenText(ctx, s.token_id);
+      json top = json::array();
+      for (const auto& [id, lp] : s.top_logprobs) {
+        std::string t = TokenText(ctx, id);
+        top.push_back({{"token", t}, {"logprob", Logprob(lp)}, {"bytes", Bytes(t)}});
+      }
+      content.push_back({{"token", tok}, {"logprob", Logprob(s.logprob)}, {"bytes", Bytes(tok)}, {"top_logprobs", top}});
+    }
+    return json{{"content", content}};
+  }
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  size_t offset = text_offset;
+  for (size_t i = from; i < to; ++i) {
+    const SampledToken& s = c.samples[i];
+    std::string tok = TokenText(ctx, s.token_id);
+    tokens.push_back(tok);
+    lps.push_back(Logprob(s.logprob));
+    json top = json::object();
+    for (const auto& [id, lp] : s.top_logprobs) top[TokenText(ctx, id)] = Logprob(lp);
+    if (ctx.logprobs > 0) top[tok] = Logprob(s.logprob);
+    tops.push_back(ctx.logprobs > 0 ? top : json(nullptr));
+    offsets.push_back(offset);
+    offset += tok.size();
+  }
+  return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+json UsageJson(const std::vector<ChoiceState>& choices) {
+  // The n choices of one prompt share it: its tokens count once (OpenAI's usage).
+  int64_t prompt = 0, completion = 0, cached = 0;
+  for (const auto& c : choices) {
+    completion += c.completion_tokens;
+    if (c.counts_prompt) {
+      prompt += c.prompt_tokens;
+      cached += c.cached_prompt_tokens;
+    }
+  }
+  return json{{"prompt_tokens", prompt},
+              {"completion_tokens", completion},
+              {"total_tokens", prompt + completion},
+              {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+json FullResponse(const ResponseContext& ctx, const std::vector<ChoiceState>& choices,
+                  const std::vector<std::string>& echo_prefix) {
+  json arr = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceState& c = choices[i];
+    std::string prefix = i < echo_prefix.size() ? echo_prefix[i] : "";
+    if (ctx.chat) {
+      arr.push_back({{"index", c.index},
+                     {"message", {{"role", "assistant"}, {"content", c.text}}},
+                     {"logprobs", LogprobsJson(ctx, c, 0, c.samples.size(), 0)},
+                     {"finish_reason", FinishReasonJson(c)}});
+    } else {
+      arr.push_back({{"index", c.index},
+                     {"text", prefix + c.text},
+                     {"logprobs", LogprobsJson(ctx, c, 0, c.samples.size(), prefix.size())},
+                     {"finish_reason", FinishReasonJson(c)}});
+    }
+  }
+  return json{{"id", ctx.id},
+              {"object", ctx.chat ? "chat.completion" : "text_completion"},
+              {"created", ctx.created},
+              {"model", ctx.model},
+              {"choices", arr},
+              {"usage", UsageJson(choices)}};
+}
+
+json StreamChunk(const ResponseContext& ctx, const ChoiceState& c, const std::string& text, size_t from, size_t to,
+                 bool first, bool with_finish) {
+  json choice;
+  if (ctx.chat) {
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (!text.empty() || first) delta["content"] = text;
+    choice = {{"index", c.index},
+              {"delta", delta},
+              {"logprobs", LogprobsJson(ctx, c, from, to, 0)},
+              {"finish_reason", with_finish ? FinishReasonJson(c) : json(nullptr)}};
+  } else {
+    choice = {{"index", c.index},
+              {"text", text},
+              {"logprobs", LogprobsJson(ctx, c, from, to, 0)},
+              {"finish_reason", with_finish ? FinishReasonJson(c) : json(nullptr)}};
+  }
+  return json{{"id", ctx.id},
+              {"object", ctx.chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", ctx.created},
+              {"model", ctx.model},
+              {"choices", json::array({choice})}};
+}
+
+json UsageChunk(const ResponseContext& ctx, const std::vector<ChoiceState>& choices) {
+  return json{{"id", ctx.id},
+              {"object", ctx.chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", ctx.created},
+              {"model", ctx.model},
+              {"choices", json::array()},
+              {"usage", UsageJson(choices)}};
+}
+
+}  // namespace orca
