@@ -6,3 +6,7 @@ scripts/install-deps.sh
 scripts/build.sh
 build=${ORCA_BUILD_DIR:-build}
 ctest --test-dir "$build" --output-on-failure -j "${ORCA_TEST_JOBS:-2}" "$@"
+# The serving suites once more under AddressSanitizer + UBSan (skip: ORCA_SKIP_ASAN=1).
+if [ "${ORCA_SKIP_ASAN:-0}" != 1 ]; then
+  scripts/test-asan.sh
+fi

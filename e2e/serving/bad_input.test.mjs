@@ -16,7 +16,7 @@ before(async () => {
   writeFileSync(path.join(dir, 'key'), `${KEY}\n`);
   server = await startServer(['--api-key-file', path.join(dir, 'key'), '--max-body-bytes', '65536']);
 });
-after(async () => { if (server) await server.stop(); });
+after(async () => { if (server) assert.equal(await server.stop(), 0, 'orca serve exits cleanly (no sanitizer report)'); });
 
 const C = '/v1/completions';
 const CH = '/v1/chat/completions';
@@ -131,6 +131,6 @@ test('the waiting queue is bounded: 429 with Retry-After', async (t) => {
     }
     assert.ok(results.some((r) => r.status === 200));
   } finally {
-    await small.stop();
+    assert.equal(await small.stop(), 0);
   }
 });

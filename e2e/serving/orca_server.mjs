@@ -25,7 +25,7 @@ export function skipOrFail(t) {
 
 export async function startServer(extraArgs = [], { timeoutMs = 30000, env = {} } = {}) {
   const args = ['serve', '--model', storiesDir, '--served-model-name', 'stories260K', '--host', '127.0.0.1',
-                '--port', '0', ...extraArgs];
+                '--port', '0', '--grpc-port', '0', ...extraArgs];
   const child = spawn(process.env.ORCA_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; if (stderr.length > 1e6) stderr = stderr.slice(-5e5); });

@@ -14,7 +14,7 @@ models=$(cd "$here/../.." && pwd)/../shared/models/stories260K
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/orca-prom-e2e.XXXXXX")
 e2e_defer "rm -rf '$work'"
-"$ORCA_BIN" serve --model "$models" --served-model-name stories260K --host 127.0.0.1 --port 0 \
+"$ORCA_BIN" serve --model "$models" --served-model-name stories260K --host 127.0.0.1 --port 0 --grpc-port -1 \
   >"$work/stdout" 2>"$work/stderr" &
 orca_pid=$!
 e2e_defer "e2e_stop_pid $orca_pid"

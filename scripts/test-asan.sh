@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds `orca` with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan and
+# runs the HTTP, bad-input and cancellation e2e suites against it. Any sanitizer report
+# aborts the server (halt_on_error), and a leak report makes it exit non-zero at
+# shutdown, so the suites fail.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${ORCA_ASAN_BUILD_DIR:-build-asan}
+export CCACHE_DIR=${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/orca-ccache}
+# Paths relative to the checkout, so clones at other paths hit the same cache entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORCA_WITH_CUDA=OFF -DORCA_BUILD_TESTS=OFF \
+    -DORCA_BUILD_BENCH=OFF -DORCA_SANITIZE=address,undefined -DORCA_SKIP_DIRS="controller;kernels"
+fi
+cmake --build "$build" -j "${ORCA_JOBS:-$(nproc)}" --target orca
+export ORCA_BIN=$PWD/$build/engine/cli/orca
+export ORCA_SOURCE_DIR=$PWD
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+echo "[asan] running the serving e2e suites against $ORCA_BIN"
+node --test --test-concurrency=1 e2e/serving/openai_client.test.mjs e2e/serving/bad_input.test.mjs \
+  e2e/serving/cancellation.test.mjs
