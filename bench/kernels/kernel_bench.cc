@@ -1,0 +1,431 @@
+// orca-bench-kernels: GPU benchmark of the CUDA backend. Prints one JSON document:
+//   - "peak": the device's measured peak memory bandwidth (a large device-to-device
+//     copy) and GEMM throughput (large cuBLAS GEMMs, BF16 and F32);
+//   - "kernels": each backend operation on llama-1B shapes at several token counts:
+//     time, achieved bandwidth and FLOP/s, and the fraction of the measured peak that
+//     bounds it;
+//   - "iterations": whole ModelRunner iterations (decode at several batch sizes,
+//     prefill at several lengths) on a random llama-1B-shaped BF16 checkpoint.
+// Usage: orca-bench-kernels [--device 0] [--model-dir DIR] [--reps 20]
+//                           [--decode-batches 1,8,32,64,128,256] [--context 512]
+//                           [--prefill-lens 128,512,2048] [--tokens 1,16,128,1024]
+//                           [--skip-iterations]
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/cuda_status.h"
+#include "engine/common/status_macros.h"
+#include "engine/executor/model_runner.h"
+#include "engine/model/random_checkpoint.h"
+#include "nlohmann/json.hpp"
+
+namespace orca {
+namespace {
+
+using json = nlohmann::json;
+
+struct Peak {
+  double bytes_per_s = 0;      // device memory, read + write
+  double bf16_flop_per_s = 0;  // cuBLAS BF16 GEMM, F32 accumulation
+  double f32_flop_per_s = 0;   // cuBLAS F32 GEMM (no TF32)
+};
+
+// Times `fn` (which issues work on `stream`) over `reps` runs after one warm-up;
+// returns seconds per run.
+absl::StatusOr<double> TimeOnStream(cudaStream_t stream, int reps,
+                                    const std::function<absl::Status()>& fn) {
+  ORCA_RETURN_IF_ERROR(fn());
+  cudaEvent_t start, stop;
+  ORCA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
+  ORCA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
+  ORCA_CUDA_RETURN_IF_ERROR(cudaEventRecord(start, stream));
+  absl::Status s;
+  for (int i = 0; i < reps && s.ok(); ++i) s = fn();
+  ORCA_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop, stream));
+  ORCA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop));
+  float ms = 0;
+  ORCA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start, stop));
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  ORCA_RETURN_IF_ERROR(s);
+  return ms * 1e-3 / reps;
+}
+
+absl::StatusOr<Peak> MeasurePeak(CudaBackend& b) {
+  Peak peak;
+  cudaStream_t st = b.stream();
+  const size_t copy_bytes = size_t{1} << 30;
+  ORCA_ASSIGN_OR_RETURN(auto src, b.Allocate(copy_bytes));
+  ORCA_ASSIGN_OR_RETURN(auto dst, b.Allocate(copy_bytes));
+  ORCA_ASSIGN_OR_RETURN(double copy_s, TimeOnStream(st, 10, [&] {
+                          return ORCA_CUDA_STATUS(cudaMemcpyAsync(
+                              dst->data(), src->data(), copy_bytes, cudaMemcpyDeviceToDevice, st));
+                        }));
+  peak.bytes_per_s = 2.0 * copy_bytes / copy_s;
+  src.reset();
+  dst.reset();
+
+  cublasHandle_t h;
+  ORCA_CUDA_RETURN_IF_ERROR(cublasCreate(&h));
+  ORCA_CUDA_RETURN_IF_ERROR(cublasSetStream(h, st));
+  for (bool bf16 : {true, false}) {
+    const int n = bf16 ? 8192 : 4096;
+    const size_t es = bf16 ? 2 : 4;
+    ORCA_ASSIGN_OR_RETURN(auto a, b.Allocate(es * n * n));
+    ORCA_ASSIGN_OR_RETURN(auto bb, b.Allocate(es * n * n));
+    ORCA_ASSIGN_OR_RETURN(auto c, b.Allocate(4 * size_t{1} * n * n));
+    ORCA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(a->data(), 0, es * n * n, st));
+    ORCA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(bb->data(), 0, es * n * n, st));
+    const float alpha = 1, beta = 0;
+    const cudaDataType t = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    ORCA_ASSIGN_OR_RETURN(
+        double s, TimeOnStream(st, 5, [&] {
+          return ORCA_CUDA_STATUS(cublasGemmEx(
+              h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a->data(), t, n, bb->data(), t, n,
+              &beta, c->data(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        }));
+    (bf16 ? peak.bf16_flop_per_s : peak.f32_flop_per_s) = 2.0 * n * n * double(n) / s;
+  }
+  (void)cublasDestroy(h);
+  return peak;
+}
+
+// Model shape the per-kernel figures use (TinyLlama-1.1B).
+struct Shape {
+  int64_t hidden = 2048, inter = 5632, heads = 32, kv_heads = 4, head_dim = 64, vocab = 32000;
+  int32_t block_size = 16;
+};
+
+class KernelBench {
+ public:
+  KernelBench(CudaBackend& b, const Peak& peak, int reps) : b_(b), peak_(peak), reps_(reps) {}
+
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Filled(size_t bytes) {
+    ORCA_ASSIGN_OR_RETURN(auto buf, b_.Allocate(bytes));
+    // Small finite values (0x3c003c00: 1.0 in F16, ~0.0078 in F32 and BF16 halves).
+    ORCA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(buf->data(), 0x3c, bytes, b_.stream()));
+    return buf;
+  }
+
+  // Records one row of "kernels".
+  absl::Status Run(const std::string& name, json shape, double bytes, double flops, bool gemm,
+                   const std::function<void()>& op) {
+    ORCA_ASSIGN_OR_RETURN(double s, TimeOnStream(b_.stream(), reps_, [&] {
+                            op();
+                            return absl::OkStatus();
+                          }));
+    ORCA_RETURN_IF_ERROR(b_.Synchronize());
+    json row = {{"kernel", name},
+                {"shape", std::move(shape)},
+                {"time_us", s * 1e6},
+                {"bandwidth_gb_s", bytes / s / 1e9},
+                {"tflop_s", flops / s / 1e12},
+                {"fraction_of_peak_bandwidth", bytes / s / peak_.bytes_per_s}};
+    if (gemm) row["fraction_of_peak_bf16_gemm"] = flops / s / peak_.bf16_flop_per_s;
+    rows_.push_back(std::move(row));
+    return absl::OkStatus();
+  }
+
+  absl::Status RunAll(const std::vector<int64_t>& token_counts) {
+    const Shape m;
+    const int64_t q_w = m.heads * m.head_dim, kv_w = m.kv_heads * m.head_dim,
+                  qkv_w = q_w + 2 * kv_w;
+    const int64_t max_t = token_counts.back();
+    ORCA_ASSIGN_OR_RETURN(auto x, Filled(4 * max_t * m.inter * 2));
+    ORCA_ASSIGN_OR_RETURN(auto y, Filled(4 * max_t * m.inter * 2));
+    ORCA_ASSIGN_OR_RETURN(auto w, Filled(2 * m.inter * 2 * m.hidden));  // gate|up BF16
+    ORCA_ASSIGN_OR_RETURN(auto table, Filled(2 * m.vocab * m.hidden));
+    ORCA_ASSIGN_OR_RETURN(auto norm_w, Filled(4 * m.hidden));
+    // Token ids (also used as positions), then row indices 0..max_t-1.
+    std::vector<int32_t> host_ids(static_cast<size_t>(2 * max_t));
+    for (int64_t i = 0; i < max_t; ++i) {
+      host_ids[i] = static_cast<int32_t>((i * 7919) % m.vocab);
+      host_ids[max_t + i] = static_cast<int32_t>(i);
+    }
+    ORCA_ASSIGN_OR_RETURN(auto ids, b_.Allocate(4 * host_ids.size()));
+    ORCA_RETURN_IF_ERROR(b_.CopyToDevice(ids->data(), host_ids.data(), 4 * host_ids.size()));
+    const int32_t* id_ptr = static_cast<const int32_t*>(ids->data());
+    const int32_t* row_ptr = id_ptr + max_t;
+    auto f32 = [](DeviceBuffer& buf, int64_t rows, int64_t cols) {
+      return Tensor{buf.data(), DType::kF32, rows, cols, 0};
+    };
+    const Tensor wt{table->data(), DType::kBF16, m.vocab, m.hidden, 0};
+    const Tensor nw = f32(*norm_w, 1, m.hidden);
+    for (int64_t t : token_counts) {
+      const json tj = {{"tokens", t}};
+      const double th = double(t) * m.hidden;
+      ORCA_RETURN_IF_ERROR(Run("embedding_bf16", tj, th * 2 + th * 4, 0, false,
+                               [&] { b_.Embedding(id_ptr, t, wt, f32(*x, t, m.hidden), false); }));
+      ORCA_RETURN_IF_ERROR(Run("rms_norm", tj, th * 8 + m.hidden * 4, 0, false, [&] {
+        b_.RmsNorm(f32(*x, t, m.hidden), nw, 1e-5f, f32(*y, t, m.hidden));
+      }));
+      ORCA_RETURN_IF_ERROR(Run("add", tj, th * 12, 0, false,
+                               [&] { b_.Add(f32(*x, t, m.hidden), f32(*y, t, m.hidden)); }));
+      ORCA_RETURN_IF_ERROR(Run("rope_q_k", tj, double(t) * (q_w + kv_w) * 8, 0, false, [&] {
+        Tensor qkv = f32(*x, t, qkv_w);
+        b_.Rope(qkv.Cols(0, q_w), id_ptr, static_cast<int32_t>(m.heads),
+                static_cast<int32_t>(m.head_dim), 10000.0);
+        b_.Rope(qkv.Cols(q_w, kv_w), id_ptr, static_cast<int32_t>(m.kv_heads),
+                static_cast<int32_t>(m.head_dim), 10000.0);
+      }));
+      ORCA_RETURN_IF_ERROR(Run("gated_silu", tj, double(t) * m.inter * 12, 0, false, [&] {
+        b_.GatedActivation(f32(*x, t, 2 * m.inter), Activation::kSilu, f32(*y, t, m.inter));
+      }));
+      ORCA_RETURN_IF_ERROR(Run("gather_rows", tj, th * 8, 0, false, [&] {
+        b_.GatherRows(f32(*x, t, m.hidden), row_ptr, t, f32(*y, t, m.hidden));
+      }));
+      // The MLP gate|up projection, the largest GEMM of a layer: BF16 weights.
+      const double n = 2.0 * m.inter, k = double(m.hidden);
+      const Tensor wg{w->data(), DType::kBF16, 2 * m.inter, m.hidden, 0};
+      ORCA_RETURN_IF_ERROR(
+          Run("linear_bf16_gate_up", {{"tokens", t}, {"n", n}, {"k", k}},
+              n * k * 2 + double(t) * (k + n) * 4, 2 * double(t) * n * k, true,
+              [&] { b_.Linear(f32(*x, t, m.hidden), wg, nullptr, f32(*y, t, 2 * m.inter)); }));
+    }
+    return absl::OkStatus();
+  }
+
+  // Attention alone: `seqs` sequences of `q_len` new tokens over `kv_len` cached ones.
+  absl::Status RunAttention(const std::string& name, int32_t seqs, int32_t q_len, int32_t kv_len) {
+    const Shape m;
+    const int32_t blocks_per_seq = (kv_len + m.block_size - 1) / m.block_size;
+    const int32_t num_blocks = seqs * blocks_per_seq;
+    const int64_t kv_w = m.kv_heads * m.head_dim, q_w = m.heads * m.head_dim,
+                  t = int64_t{seqs} * q_len;
+    ORCA_ASSIGN_OR_RETURN(auto kc, Filled(4 * int64_t{num_blocks} * m.block_size * kv_w));
+    ORCA_ASSIGN_OR_RETURN(auto vc, Filled(4 * int64_t{num_blocks} * m.block_size * kv_w));
+    ORCA_ASSIGN_OR_RETURN(auto q, Filled(4 * t * q_w));
+    ORCA_ASSIGN_OR_RETURN(auto out, Filled(4 * t * q_w));
+    std::vector<int32_t> idx;
+    for (int32_t s = 0; s <= seqs; ++s) idx.push_back(s * q_len);
+    for (int32_t s = 0; s < seqs; ++s) idx.push_back(kv_len);
+    for (int32_t i = 0; i < num_blocks; ++i) idx.push_back(i);
+    ORCA_ASSIGN_OR_RETURN(auto dev, b_.Allocate(4 * idx.size()));
+    ORCA_RETURN_IF_ERROR(b_.CopyToDevice(dev->data(), idx.data(), 4 * idx.size()));
+    const int32_t* d = static_cast<const int32_t*>(dev->data());
+    AttentionBatch batch{seqs, d, d + seqs + 1, d + 2 * seqs + 1, blocks_per_seq, q_len, kv_len};
+    KvCacheShape shape{num_blocks, m.block_size, static_cast<int32_t>(m.kv_heads),
+                       static_cast<int32_t>(m.head_dim)};
+    // Keys each query row sees (causal), summed.
+    double pairs = 0;
+    for (int32_t i = 0; i < q_len; ++i) pairs += kv_len - q_len + i + 1;
+    pairs *= seqs;
+    const double flops = 4.0 * pairs * m.heads * m.head_dim;
+    const double bytes = 2.0 * 4 * double(seqs) * kv_len * kv_w + 2.0 * 4 * t * q_w;
+    return Run(name, {{"seqs", seqs}, {"q_len", q_len}, {"kv_len", kv_len}}, bytes, flops, false,
+               [&] {
+                 b_.Attention(Tensor{q->data(), DType::kF32, t, q_w, 0},
+                              Tensor{kc->data(), DType::kF32, 0, kv_w, 0},
+                              Tensor{vc->data(), DType::kF32, 0, kv_w, 0}, batch, shape,
+                              static_cast<int32_t>(m.heads), 0.125f,
+                              Tensor{out->data(), DType::kF32, t, q_w, 0});
+               });
+  }
+
+  json rows() const { return rows_; }
+
+ private:
+  CudaBackend& b_;
+  Peak peak_;
+  int reps_;
+  json rows_ = json::array();
+};
+
+// Whole iterations through ModelRunner; the KV contents are whatever the pool holds
+// (timing does not depend on them).
+absl::StatusOr<json> RunIterations(CudaBackend& b, const std::string& model_dir, const Peak& peak,
+                                   int reps, const std::vector<int64_t>& decode_batches,
+                                   int32_t context, const std::vector<int64_t>& prefill_lens) {
+  ModelRunnerOptions opts;
+  opts.block_size = 16;
+  int64_t blocks = 0;
+  for (int64_t bs : decode_batches) blocks = std::max<int64_t>(blocks, bs * ((context + 15) / 16));
+  for (int64_t len : prefill_lens) blocks = std::max<int64_t>(blocks, (len + 15) / 16);
+  opts.num_kv_blocks = static_cast<int32_t>(blocks);
+  ORCA_ASSIGN_OR_RETURN(auto runner, ModelRunner::Create(model_dir, &b, opts));
+  const ModelConfig& c = runner->config();
+  const double params = static_cast<double>(CountParameters(c));
+  json out = json::array();
+  auto run = [&](const std::string& kind, int64_t seqs, int32_t q_len,
+                 int32_t start) -> absl::Status {
+    IterationPlan plan;
+    const int32_t per_seq = (start + q_len + 15) / 16;
+    for (int64_t s = 0; s < seqs; ++s) {
+      ScheduledSequence seq;
+      seq.seq_id = static_cast<uint64_t>(s);
+      seq.start_pos = start;
+      for (int32_t i = 0; i < q_len; ++i)
+        seq.token_ids.push_back(static_cast<int32_t>((s * 31 + i) % c.vocab_size));
+      for (int32_t j = 0; j < per_seq; ++j)
+        seq.block_table.push_back(static_cast<int32_t>(s * per_seq + j));
+      seq.sample = true;
+      plan.seqs.push_back(std::move(seq));
+    }
+    ORCA_RETURN_IF_ERROR(runner->Forward(plan).status());  // warm-up
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) ORCA_RETURN_IF_ERROR(runner->Forward(plan).status());
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+    const double tokens = double(seqs) * q_len;
+    const double flops =
+        2.0 * params * tokens;  // weights only; attention adds little at these lengths
+    const double bytes = double(runner->weight_bytes());
+    out.push_back({{"iteration", kind},
+                   {"seqs", seqs},
+                   {"tokens", tokens},
+                   {"context", start + q_len},
+                   {"time_ms", s * 1e3},
+                   {"tokens_per_s", tokens / s},
+                   {"weight_bandwidth_gb_s", bytes / s / 1e9},
+                   {"fraction_of_peak_bandwidth", bytes / s / peak.bytes_per_s},
+                   {"tflop_s", flops / s / 1e12},
+                   {"fraction_of_peak_bf16_gemm", flops / s / peak.bf16_flop_per_s}});
+    return absl::OkStatus();
+  };
+  for (int64_t bs : decode_batches) ORCA_RETURN_IF_ERROR(run("decode", bs, 1, context - 1));
+  for (int64_t len : prefill_lens)
+    ORCA_RETURN_IF_ERROR(run("prefill", 1, static_cast<int32_t>(len), 0));
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseList(const std::string& s) {
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(s, ',', absl::SkipEmpty())) {
+    int64_t v;
+    if (!absl::SimpleAtoi(part, &v) || v <= 0) return absl::InvalidArgumentError("bad list: " + s);
+    out.push_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// `--name value` / `--name=value` flags over defaults; unknown flags are errors.
+class Args {
+ public:
+  Args(std::map<std::string, std::string> defaults) : values_(std::move(defaults)) {}
+  absl::Status Parse(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.rfind("--", 0) != 0) return absl::InvalidArgumentError("unexpected argument " + a);
+      a = a.substr(2);
+      std::string value;
+      if (size_t eq = a.find('='); eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+      } else if (a == "skip-iterations") {
+        value = "1";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return absl::InvalidArgumentError("--" + a + " needs a value");
+      }
+      if (!values_.count(a)) return absl::InvalidArgumentError("unknown flag --" + a);
+      values_[a] = value;
+    }
+    return absl::OkStatus();
+  }
+  const std::string& Get(const std::string& name) { return values_[name]; }
+  absl::StatusOr<int64_t> GetInt(const std::string& name) {
+    int64_t v;
+    if (!absl::SimpleAtoi(values_[name], &v))
+      return absl::InvalidArgumentError("--" + name + " wants an integer");
+    return v;
+  }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+absl::Status Main(int argc, char** argv) {
+  Args f({{"device", "0"},
+          {"model-dir", ""},
+          {"reps", "20"},
+          {"tokens", "1,16,128,1024"},
+          {"decode-batches", "1,8,32,64,128,256"},
+          {"context", "512"},
+          {"prefill-lens", "128,512,2048"},
+          {"skip-iterations", ""}});
+  ORCA_RETURN_IF_ERROR(f.Parse(argc, argv));
+  ORCA_ASSIGN_OR_RETURN(int64_t device, f.GetInt("device"));
+  ORCA_ASSIGN_OR_RETURN(int64_t reps, f.GetInt("reps"));
+  ORCA_ASSIGN_OR_RETURN(auto tokens, ParseList(f.Get("tokens")));
+  ORCA_ASSIGN_OR_RETURN(auto batches, ParseList(f.Get("decode-batches")));
+  ORCA_ASSIGN_OR_RETURN(auto prefill, ParseList(f.Get("prefill-lens")));
+  ORCA_ASSIGN_OR_RETURN(int64_t context, f.GetInt("context"));
+  if (reps <= 0 || context <= 0)
+    return absl::InvalidArgumentError("--reps and --context must be positive");
+
+  CudaBackendOptions opts;
+  opts.device = static_cast<int>(device);
+  ORCA_ASSIGN_OR_RETURN(auto backend, CudaBackend::Create(opts));
+  cudaDeviceProp prop;
+  ORCA_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, opts.device));
+  ORCA_ASSIGN_OR_RETURN(Peak peak, MeasurePeak(*backend));
+
+  json doc;
+  doc["device"] = {{"name", prop.name},
+                   {"sm", prop.major * 10 + prop.minor},
+                   {"sms", prop.multiProcessorCount},
+                   {"memory_bytes", prop.totalGlobalMem}};
+  doc["peak"] = {{"bandwidth_gb_s", peak.bytes_per_s / 1e9},
+                 {"bf16_gemm_tflop_s", peak.bf16_flop_per_s / 1e12},
+                 {"f32_gemm_tflop_s", peak.f32_flop_per_s / 1e12}};
+  KernelBench kb(*backend, peak, static_cast<int>(reps));
+  ORCA_RETURN_IF_ERROR(kb.RunAll(tokens));
+  for (int64_t bs : batches) {
+    ORCA_RETURN_IF_ERROR(kb.RunAttention("attention_decode", static_cast<int32_t>(bs), 1,
+                                         static_cast<int32_t>(context)));
+  }
+  for (int64_t len : prefill) {
+    ORCA_RETURN_IF_ERROR(kb.RunAttention("attention_prefill", 1, static_cast<int32_t>(len),
+                                         static_cast<int32_t>(len)));
+  }
+  doc["kernels"] = kb.rows();
+
+  if (f.Get("skip-iterations").empty()) {
+    std::string dir = f.Get("model-dir");
+    std::filesystem::path tmp;
+    if (dir.empty()) {
+      tmp = std::filesystem::temp_directory_path() /
+            ("orca-bench-llama-1b-" + std::to_string(::getpid()));
+      ORCA_ASSIGN_OR_RETURN(ModelConfig c, PresetConfig("llama-1b"));
+      ORCA_RETURN_IF_ERROR(WriteRandomCheckpoint(c, tmp.string(), 1));
+      dir = tmp.string();
+    }
+    auto iters = RunIterations(*backend, dir, peak, static_cast<int>(reps), batches,
+                               static_cast<int32_t>(context), prefill);
+    if (!tmp.empty()) std::filesystem::remove_all(tmp);
+    ORCA_RETURN_IF_ERROR(iters.status());
+    doc["model"] = dir.empty() || !tmp.empty() ? "random llama-1b (BF16)" : dir;
+    doc["iterations"] = *iters;
+  }
+  std::cout << doc.dump(2) << std::endl;
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace orca
+
+int main(int argc, char** argv) {
+  absl::Status s = orca::Main(argc, argv);
+  if (!s.ok()) {
+    std::cout << nlohmann::json{{"error", s.ToString()}}.dump() << std::endl;
+    return 1;
+  }
+  return 0;
+}

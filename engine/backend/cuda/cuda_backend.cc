@@ -1,0 +1,380 @@
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <climits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/backend/cuda/cuda_status.h"
+#include "engine/backend/cuda/internal/device_memory.h"
+#include "engine/common/status_macros.h"
+#include "kernels/activation.cuh"
+#include "kernels/add.cuh"
+#include "kernels/convert.cuh"
+#include "kernels/embedding.cuh"
+#include "kernels/gather_rows.cuh"
+#include "kernels/kv_write.cuh"
+#include "kernels/norm.cuh"
+#include "kernels/paged_attention.cuh"
+#include "kernels/rope.cuh"
+
+namespace orca {
+namespace {
+
+using cuda_internal::DeviceMemory;
+
+kernels::ScalarType ToScalarType(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return kernels::ScalarType::kF16;
+    case DType::kBF16:
+      return kernels::ScalarType::kBF16;
+    case DType::kF32:
+      break;
+  }
+  return kernels::ScalarType::kF32;
+}
+
+kernels::ActivationKind ToActivationKind(Activation a) {
+  switch (a) {
+    case Activation::kGeluTanh:
+      return kernels::ActivationKind::kGeluTanh;
+    case Activation::kGeluErf:
+      return kernels::ActivationKind::kGeluErf;
+    case Activation::kSilu:
+      break;
+  }
+  return kernels::ActivationKind::kSilu;
+}
+
+cudaDataType CudaDataType(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return CUDA_R_16F;
+    case DType::kBF16:
+      return CUDA_R_16BF;
+    case DType::kF32:
+      break;
+  }
+  return CUDA_R_32F;
+}
+
+bool IsContiguous(const Tensor& t) { return t.stride == 0 || t.stride == t.cols; }
+
+class CudaBackendImpl : public CudaBackend {
+ public:
+  CudaBackendImpl(std::shared_ptr<DeviceMemory> memory, cublasHandle_t cublas, bool allow_tf32)
+      : memory_(std::move(memory)), cublas_(cublas), allow_tf32_(allow_tf32) {}
+
+  ~CudaBackendImpl() override {
+    (void)cudaSetDevice(memory_->device());
+    (void)cudaStreamSynchronize(memory_->stream());
+    // Workspaces go back to the pool before the handle and the stream go away.
+    conversion_.reset();
+    attention_ws_.reset();
+    (void)cublasDestroy(cublas_);
+  }
+
+  std::string name() const override { return absl::StrCat("cuda:", memory_->device()); }
+  bool SupportsWeightDType(DType) const override { return true; }
+  cudaStream_t stream() const override { return memory_->stream(); }
+  int device() const override { return memory_->device(); }
+
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override {
+    return memory_->Allocate(bytes);
+  }
+
+  absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return absl::OkStatus();
+    ORCA_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
+    ORCA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()));
+    // The caller may reuse `src` at once (it may be pinned, where the copy is truly async).
+    ORCA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+    return TakeError();
+  }
+
+  absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
+    ORCA_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
+    if (bytes != 0) {
+      ORCA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()));
+    }
+    ORCA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+    return TakeError();
+  }
+
+  absl::Status Synchronize() override {
+    ORCA_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
+    ORCA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+    return TakeError();
+  }
+
+  MemoryInfo GetMemoryInfo() const override {
+    MemoryInfo info;
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaSetDevice(device()) != cudaSuccess ||
+        cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      return info;
+    }
+    const size_t budget = memory_->budget(), used = memory_->allocated();
+    info.total_bytes = budget;
+    info.free_bytes = used >= budget ? 0 : std::min(budget - used, free_bytes);
+    return info;
+  }
+
+  void Embedding(const int32_t* ids, int64_t n, const Tensor& table, Tensor out,
+                 bool accumulate) override {
+    if (!Expect(out.dtype == DType::kF32 && out.cols == table.cols && IsContiguous(table),
+                "Embedding", "out must be F32 [n, hidden] and the table contiguous")) {
+      return;
+    }
+    Launched(kernels::LaunchEmbedding(ids, n, table.data, ToScalarType(table.dtype), table.rows,
+                                      table.cols, out.f32(), out.ld(), accumulate, BeginOp()),
+             "LaunchEmbedding");
+  }
+
+  void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) override;
+
+  void Add(Tensor x, const Tensor& y) override {
+    if (!Expect(x.rows == y.rows && x.cols == y.cols && x.dtype == DType::kF32 &&
+                    y.dtype == DType::kF32,
+                "Add", "x and y must be F32 of one shape")) {
+      return;
+    }
+    Launched(kernels::LaunchAdd(x.f32(), x.ld(), y.f32(), y.ld(), x.rows, x.cols, BeginOp()),
+             "LaunchAdd");
+  }
+
+  void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) override {
+    if (!Expect(weight.dtype == DType::kF32 && weight.rows * weight.cols == x.cols &&
+                    out.cols == x.cols && out.rows == x.rows,
+                "RmsNorm", "weight must be F32 [1, cols] and out the shape of x")) {
+      return;
+    }
+    Launched(kernels::LaunchRmsNorm({x.f32(), x.ld()}, {}, weight.f32(), eps, x.rows, x.cols,
+                                    {out.f32(), out.ld()}, BeginOp()),
+             "LaunchRmsNorm");
+  }
+
+  void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                 Tensor out) override {
+    if (!Expect(weight.dtype == DType::kF32 && bias.dtype == DType::kF32 &&
+                    weight.rows * weight.cols == x.cols && bias.rows * bias.cols == x.cols &&
+                    out.cols == x.cols && out.rows == x.rows,
+                "LayerNorm", "weight and bias must be F32 [1, cols] and out the shape of x")) {
+      return;
+    }
+    Launched(kernels::LaunchLayerNorm({x.f32(), x.ld()}, {}, weight.f32(), bias.f32(), eps, x.rows,
+                                      x.cols, {out.f32(), out.ld()}, BeginOp()),
+             "LaunchLayerNorm");
+  }
+
+  void Rope(Tensor x, const int32_t* positions, int32_t num_heads, int32_t head_dim,
+            double theta) override {
+    if (!Expect(int64_t{num_heads} * head_dim <= x.cols, "Rope",
+                "num_heads * head_dim exceeds the row")) {
+      return;
+    }
+    Launched(kernels::LaunchRope(x.f32(), x.ld(), x.rows, positions, num_heads, head_dim, theta,
+                                 BeginOp()),
+             "LaunchRope");
+  }
+
+  void GatedActivation(const Tensor& gate_up, Activation act, Tensor out) override {
+    if (!Expect(gate_up.cols == 2 * out.cols && gate_up.rows == out.rows, "GatedActivation",
+                "gate_up must be [T, 2I] for out [T, I]")) {
+      return;
+    }
+    Launched(kernels::LaunchGatedActivation(gate_up.f32(), gate_up.ld(), gate_up.rows, out.cols,
+                                            ToActivationKind(act), out.f32(), out.ld(), BeginOp()),
+             "LaunchGatedActivation");
+  }
+
+  void ActivationInPlace(Tensor x, Activation act) override {
+    Launched(kernels::LaunchActivationInPlace(x.f32(), x.ld(), x.rows, x.cols,
+                                              ToActivationKind(act), BeginOp()),
+             "LaunchActivationInPlace");
+  }
+
+  void KvWrite(const Tensor& k, const Tensor& v, const int32_t* slot_mapping, Tensor k_cache,
+               Tensor v_cache) override {
+    if (!Expect(k.rows == v.rows && k.cols == v.cols && k_cache.cols == k.cols &&
+                    v_cache.cols == k.cols && k_cache.rows == v_cache.rows &&
+                    IsContiguous(k_cache) && IsContiguous(v_cache),
+                "KvWrite", "k/v rows must match the contiguous caches' width")) {
+      return;
+    }
+    Launched(kernels::LaunchKvWrite(k.f32(), k.ld(), v.f32(), v.ld(), k.rows, k.cols, slot_mapping,
+                                    k_cache.f32(), v_cache.f32(), k_cache.rows, BeginOp()),
+             "LaunchKvWrite");
+  }
+
+  void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                 const AttentionBatch& batch, const KvCacheShape& shape, int32_t num_heads,
+                 float scale, Tensor out) override;
+
+  void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) override {
+    if (!Expect(out.cols == x.cols, "GatherRows", "out must have the columns of x")) return;
+    Launched(kernels::LaunchGatherRows(x.f32(), x.ld(), x.rows, x.cols, rows, n, out.f32(),
+                                       out.ld(), BeginOp()),
+             "LaunchGatherRows");
+  }
+
+ private:
+  // Selects the device and returns the stream for the next launch.
+  cudaStream_t BeginOp() {
+    Record(ORCA_CUDA_STATUS(cudaSetDevice(device())));
+    return stream();
+  }
+  void Record(absl::Status s) {
+    if (!s.ok() && first_error_.ok()) first_error_ = std::move(s);
+  }
+  void Launched(cudaError_t err, const char* launcher) {
+    if (err != cudaSuccess) {
+      Record(
+          absl::InternalError(absl::StrCat("CUDA error in ", launcher, ": ", cudaGetErrorName(err),
+                                           " (", cudaGetErrorString(err), ")")));
+    }
+  }
+  bool Expect(bool ok, const char* op, const char* what) {
+    if (!ok) Record(absl::InvalidArgumentError(absl::StrCat("cuda backend ", op, ": ", what)));
+    return ok;
+  }
+  absl::Status TakeError() { return std::exchange(first_error_, absl::OkStatus()); }
+  // Returns a device workspace of at least `bytes`, grown (stream-ordered) as needed;
+  // null (with the error recorded) on failure.
+  void* Workspace(std::unique_ptr<DeviceBuffer>& ws, size_t bytes) {
+    if (ws == nullptr || ws->size() < bytes) {
+      ws.reset();
+      auto buf = memory_->Allocate(bytes + bytes / 2);
+      if (!buf.ok()) {
+        Record(buf.status());
+        return nullptr;
+      }
+      ws = std::move(*buf);
+    }
+    return ws->data();
+  }
+
+  std::shared_ptr<DeviceMemory> memory_;
+  cublasHandle_t cublas_;
+  bool allow_tf32_;
+  absl::Status first_error_;
+  std::unique_ptr<DeviceBuffer> conversion_;    // activations converted for 16-bit GEMMs
+  std::unique_ptr<DeviceBuffer> attention_ws_;  // paged attention's tile offsets
+};
+
+void CudaBackendImpl::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) {
+  const int64_t m = x.rows, k = x.cols, n = w.rows;
+  if (!Expect(x.dtype == DType::kF32 && out.dtype == DType::kF32 && w.cols == k && out.rows == m &&
+                  out.cols == n && IsContiguous(w),
+              "Linear", "expects x F32 [M, K], w contiguous [N, K], out F32 [M, N]") ||
+      !Expect(
+          m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && x.ld() <= INT_MAX && out.ld() <= INT_MAX,
+          "Linear", "dimensions exceed int32") ||
+      !Expect(bias == nullptr || (bias->dtype == DType::kF32 && bias->rows * bias->cols == n),
+              "Linear", "bias must be F32 [1, N]")) {
+    return;
+  }
+  if (m == 0) return;
+  cudaStream_t s = BeginOp();
+  const void* b = x.data;
+  int64_t ldb = x.ld();
+  if (w.dtype != DType::kF32) {
+    // cuBLAS multiplies 16-bit by 16-bit only: round the activations to the weight type
+    // (F32 accumulation keeps the error at the input rounding, ~2^-9 for BF16).
+    void* converted = Workspace(conversion_, static_cast<size_t>(m * k) * DTypeSize(w.dtype));
+    if (converted == nullptr) return;
+    Launched(kernels::LaunchConvertF32(x.f32(), x.ld(), m, k, ToScalarType(w.dtype), converted, s),
+             "LaunchConvertF32");
+    b = converted;
+    ldb = k;
+  }
+  // Row-major out[M, N] = x[M, K] W[N, K]^T is column-major out^T[N, M] = W^T x^T.
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasComputeType_t compute =
+      (w.dtype == DType::kF32 && allow_tf32_) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  Record(ORCA_CUDA_STATUS(
+      cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                   static_cast<int>(k), &alpha, w.data, CudaDataType(w.dtype), static_cast<int>(k),
+                   b, CudaDataType(w.dtype), static_cast<int>(ldb), &beta, out.data, CUDA_R_32F,
+                   static_cast<int>(out.ld()), compute, CUBLAS_GEMM_DEFAULT)));
+  if (bias != nullptr) {
+    Launched(kernels::LaunchAddBias(out.f32(), out.ld(), bias->f32(), m, n, s), "LaunchAddBias");
+  }
+}
+
+void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                const AttentionBatch& batch, const KvCacheShape& shape,
+                                int32_t num_heads, float scale, Tensor out) {
+  const int64_t width = int64_t{num_heads} * shape.head_dim;
+  if (!Expect(q.cols == width && out.cols == width && out.rows == q.rows &&
+                  k_cache.cols == int64_t{shape.num_kv_heads} * shape.head_dim &&
+                  IsContiguous(k_cache) && IsContiguous(v_cache),
+              "Attention", "q/out must be [T, heads * head_dim] and the caches contiguous")) {
+    return;
+  }
+  if (batch.num_seqs == 0 || q.rows == 0) return;
+  cudaStream_t s = BeginOp();
+  auto* ws = static_cast<int32_t*>(Workspace(
+      attention_ws_, sizeof(int32_t) * kernels::PagedAttentionWorkspaceInts(batch.num_seqs)));
+  if (ws == nullptr) return;
+  kernels::PagedAttentionParams p;
+  p.q = q.f32();
+  p.q_ld = q.ld();
+  p.num_tokens = q.rows;
+  p.k_cache = k_cache.f32();
+  p.v_cache = v_cache.f32();
+  p.query_start = batch.query_start;
+  p.kv_len = batch.kv_len;
+  p.block_tables = batch.block_tables;
+  p.num_seqs = batch.num_seqs;
+  p.max_blocks_per_seq = batch.max_blocks_per_seq;
+  p.block_size = shape.block_size;
+  p.num_heads = num_heads;
+  p.num_kv_heads = shape.num_kv_heads;
+  p.head_dim = shape.head_dim;
+  p.scale = scale;
+  p.out = out.f32();
+  p.out_ld = out.ld();
+  Launched(kernels::LaunchPagedAttention(p, ws, s), "LaunchPagedAttention");
+}
+
+}  // namespace
+
+int CudaDeviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
+    const CudaBackendOptions& options) {
+  const int count = CudaDeviceCount();
+  if (options.device < 0 || options.device >= count) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "CUDA device ", options.device, " not available (", count, " usable device(s))"));
+  }
+  ORCA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceMemory> memory,
+                        DeviceMemory::Create(options.device, options.memory_fraction));
+  cublasHandle_t handle = nullptr;
+  ORCA_CUDA_RETURN_IF_ERROR(cublasCreate(&handle));
+  absl::Status s = ORCA_CUDA_STATUS(cublasSetStream(handle, memory->stream()));
+  if (!s.ok()) {
+    (void)cublasDestroy(handle);
+    return s;
+  }
+  return std::unique_ptr<CudaBackend>(
+      new CudaBackendImpl(std::move(memory), handle, options.allow_tf32));
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const CudaBackendOptions& options) {
+  ORCA_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend, CudaBackend::Create(options));
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace orca

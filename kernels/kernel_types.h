@@ -1,0 +1,15 @@
+// Plain types shared by the kernel launchers and their callers. Host-only C++; no CUDA
+// headers, so the CUDA backend (compiled by the host compiler) can include it.
+#pragma once
+
+#include <cstdint>
+
+namespace orca::kernels {
+
+// Element type of a weight or embedding table. Activations are always float32.
+enum class ScalarType : int32_t { kF32, kF16, kBF16 };
+
+// Element-wise activation functions (match orca::Activation of engine/backend).
+enum class ActivationKind : int32_t { kSilu, kGeluTanh, kGeluErf };
+
+}  // namespace orca::kernels

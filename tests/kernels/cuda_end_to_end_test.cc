@@ -1,0 +1,76 @@
+// End to end on the GPU: stories260K through ModelRunner on the CUDA backend produces
+// the CPU backend's greedy tokens and logits (whole prefill, chunked prefill, decode).
+#include <gtest/gtest.h>
+
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/engine/executor/runner_test_util.h"
+#include "tests/kernels/gpu_test_util.h"
+#include "tests/testutil/testutil.h"
+
+namespace orca {
+namespace {
+
+struct GpuModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<ModelRunner> runner;
+};
+
+GpuModel LoadOnGpu(const std::string& dir) {
+  GpuModel m;
+  auto backend = CreateCudaBackend();
+  EXPECT_TRUE(backend.ok()) << backend.status();
+  if (!backend.ok()) return m;
+  m.backend = std::move(*backend);
+  ModelRunnerOptions opts;
+  opts.num_kv_blocks = 256;
+  opts.block_size = 16;
+  auto runner = ModelRunner::Create(dir, m.backend.get(), opts);
+  EXPECT_TRUE(runner.ok()) << runner.status();
+  if (runner.ok()) m.runner = std::move(*runner);
+  return m;
+}
+
+TEST(CudaEndToEndTest, Stories260KGreedyTokensEqualCpu) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_GPU();
+  auto tok = Tokenizer::FromDirectory(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::vector<int32_t> prompt = (*tok)->Encode("Once upon a time", true);
+
+  auto cpu = testing::LoadModel(dir);
+  ASSERT_NE(cpu.runner, nullptr);
+  GpuModel gpu = LoadOnGpu(dir);
+  ASSERT_NE(gpu.runner, nullptr);
+
+  constexpr int32_t kSteps = 200;
+  const std::vector<int32_t> want = testing::GreedyAlone(*cpu.runner, prompt, kSteps);
+  const std::vector<int32_t> got = testing::GreedyAlone(*gpu.runner, prompt, kSteps);
+  EXPECT_EQ(got, want);
+}
+
+TEST(CudaEndToEndTest, Stories260KLogitsMatchCpuWithChunkedPrefill) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_GPU();
+  auto tok = Tokenizer::FromDirectory(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::vector<int32_t> tokens = (*tok)->Encode(
+      "One day, a girl named Sue went to the store with her mom. They bought apples, bread and "
+      "milk.",
+      true);
+
+  auto cpu = testing::LoadModel(dir);
+  ASSERT_NE(cpu.runner, nullptr);
+  GpuModel gpu = LoadOnGpu(dir);
+  ASSERT_NE(gpu.runner, nullptr);
+  const std::vector<float> want =
+      testing::PrefillLogits(*cpu.runner, tokens, static_cast<int32_t>(tokens.size()));
+  for (int32_t chunk : {static_cast<int32_t>(tokens.size()), 7, 1}) {
+    SCOPED_TRACE(chunk);
+    const std::vector<float> got = testing::PrefillLogits(*gpu.runner, tokens, chunk);
+    ORCA_EXPECT_CONSISTENT(got, want, 1e-3);
+  }
+}
+
+}  // namespace
+}  // namespace orca

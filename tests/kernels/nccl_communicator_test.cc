@@ -1,0 +1,92 @@
+// The NCCL communicator on the CUDA backend's stream: a one-rank group on any GPU, and
+// all-reduce plus send/recv across two ranks (threads) where two GPUs exist.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/comm/nccl/nccl_communicator.h"
+#include "tests/kernels/gpu_test_util.h"
+
+namespace orca {
+namespace {
+
+TEST(NcclCommunicatorTest, RejectsMalformedIds) {
+  auto comm = CreateNcclCommunicator("short", 0, 1, 0, nullptr);
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kInvalidArgument) << comm.status();
+}
+
+TEST(NcclCommunicatorTest, SingleRankAllReduceIsIdentity) {
+  ORCA_REQUIRE_GPU();
+  auto backend = CudaBackend::Create({});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto id = NewNcclUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto comm = CreateNcclCommunicator(*id, 0, 1, (*backend)->device(), (*backend)->stream());
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  EXPECT_EQ((*comm)->world_size(), 1);
+  std::vector<float> host(1000);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i) * 0.5f;
+  auto buf = (*backend)->Allocate(host.size() * sizeof(float));
+  ASSERT_TRUE(buf.ok());
+  ASSERT_TRUE(
+      (*backend)->CopyToDevice((*buf)->data(), host.data(), host.size() * sizeof(float)).ok());
+  ASSERT_TRUE((*comm)->AllReduceSum(static_cast<float*>((*buf)->data()), host.size()).ok());
+  std::vector<float> out(host.size());
+  ASSERT_TRUE((*backend)->CopyToHost(out.data(), (*buf)->data(), out.size() * sizeof(float)).ok());
+  EXPECT_EQ(out, host);
+  EXPECT_EQ((*comm)->Send(static_cast<float*>((*buf)->data()), 1, 0).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(NcclCommunicatorTest, TwoRanksAllReduceAndSendRecv) {
+  ORCA_REQUIRE_GPU();
+  if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two GPUs";
+  auto id = NewNcclUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  constexpr size_t kCount = 4096;
+  std::vector<std::vector<float>> reduced(2), received(2);
+  std::vector<absl::Status> status(2);
+  auto rank_main = [&](int rank) {
+    auto backend = CudaBackend::Create({.device = rank});
+    if (!backend.ok()) {
+      status[rank] = backend.status();
+      return;
+    }
+    auto comm = CreateNcclCommunicator(*id, rank, 2, rank, (*backend)->stream());
+    if (!comm.ok()) {
+      status[rank] = comm.status();
+      return;
+    }
+    std::vector<float> host(kCount, static_cast<float>(rank + 1));
+    auto buf = (*backend)->Allocate(kCount * sizeof(float));
+    auto msg = (*backend)->Allocate(kCount * sizeof(float));
+    if (!buf.ok() || !msg.ok()) {
+      status[rank] = absl::InternalError("allocation failed");
+      return;
+    }
+    float* data = static_cast<float*>((*buf)->data());
+    float* m = static_cast<float*>((*msg)->data());
+    absl::Status s = (*backend)->CopyToDevice(data, host.data(), kCount * sizeof(float));
+    if (s.ok()) s = (*comm)->AllReduceSum(data, kCount);
+    if (s.ok()) s = rank == 0 ? (*comm)->Send(data, kCount, 1) : (*comm)->Recv(m, kCount, 0);
+    reduced[rank].resize(kCount);
+    received[rank].resize(kCount);
+    if (s.ok()) s = (*backend)->CopyToHost(reduced[rank].data(), data, kCount * sizeof(float));
+    if (s.ok() && rank == 1)
+      s = (*backend)->CopyToHost(received[rank].data(), m, kCount * sizeof(float));
+    status[rank] = s;
+  };
+  std::thread t0(rank_main, 0), t1(rank_main, 1);
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(status[0].ok()) << status[0];
+  ASSERT_TRUE(status[1].ok()) << status[1];
+  EXPECT_EQ(reduced[0], std::vector<float>(kCount, 3.0f));
+  EXPECT_EQ(reduced[1], std::vector<float>(kCount, 3.0f));
+  EXPECT_EQ(received[1], std::vector<float>(kCount, 3.0f));
+}
+
+}  // namespace
+}  // namespace orca
