@@ -11,6 +11,9 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 mapfile -t want < <(grep -vE '^\s*(#|$)' scripts/apt-packages.txt)
 missing=()
 for p in "${want[@]}"; do
+  # Node.js may come from elsewhere (the machine image); Debian's npm conflicts with it.
+  if [ "$p" = nodejs ] && command -v node >/dev/null; then continue; fi
+  if [ "$p" = npm ] && command -v npm >/dev/null; then continue; fi
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
