@@ -151,3 +151,14 @@ test('models, tokenize, detokenize, health, version', async (t) => {
   assert.equal((await fetch(`${server.baseURL}/ready`)).status, 200);
   assert.match((await (await fetch(`${server.baseURL}/version`)).json()).version, /^\d+\.\d+\.\d+$/);
 });
+
+test('a repeated prompt hits the prefix cache and yields the identical completion', async (t) => {
+  if (skipOrFail(t)) return;
+  const long = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day';
+  const first = await client.completions.create({ model: 'stories260K', prompt: long, max_tokens: 40, temperature: 0 });
+  const second = await client.completions.create({ model: 'stories260K', prompt: long, max_tokens: 40, temperature: 0 });
+  assert.equal(second.choices[0].text, first.choices[0].text);
+  const cached = second.usage.prompt_tokens_details?.cached_tokens ?? 0;
+  assert.ok(cached >= 16, `expected cached prompt tokens, got ${cached} of ${second.usage.prompt_tokens}`);
+  assert.equal(cached % 16, 0, 'whole KV blocks are reused');
+});

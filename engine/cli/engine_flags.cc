@@ -18,7 +18,10 @@ void AddEngineFlags(Flags& f) {
       .Add("num-kv-blocks", "0", "KV cache size in blocks (overrides --kv-cache-mib)")
       .Add("max-model-len", "0", "context length (0 = the model's)")
       .Add("max-waiting-requests", "1024", "queued requests before answering 429")
-      .Add("threads", "0", "CPU threads (0 = all cores)");
+      .Add("threads", "0", "CPU threads (0 = all cores)")
+      .Add("device", "cpu", "cpu or cuda")
+      .Add("device-index", "0", "CUDA device ordinal")
+      .Add("gpu-memory-fraction", "0.9", "CUDA: share of device memory for weights and KV cache");
 }
 
 absl::StatusOr<EngineOptions> EngineOptionsFromFlags(const Flags& f) {
@@ -57,6 +60,15 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(const Flags& f) {
   ORCA_ASSIGN_OR_RETURN(o.scheduler.max_model_len, positive("max-model-len", 0, 1 << 24));
   ORCA_ASSIGN_OR_RETURN(o.max_waiting_requests, positive("max-waiting-requests", 1, 1 << 24));
   ORCA_ASSIGN_OR_RETURN(o.num_threads, positive("threads", 0, 1024));
+  o.device = f.GetString("device");
+  if (o.device != "cpu" && o.device != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or cuda, got '", o.device, "'"));
+  }
+  ORCA_ASSIGN_OR_RETURN(o.device_index, positive("device-index", 0, 64));
+  ORCA_ASSIGN_OR_RETURN(o.memory_fraction, f.GetDouble("gpu-memory-fraction"));
+  if (!(o.memory_fraction > 0 && o.memory_fraction <= 1)) {
+    return absl::InvalidArgumentError("--gpu-memory-fraction must be in (0, 1]");
+  }
   return o;
 }
 

@@ -15,6 +15,7 @@
 #include "engine/common/file_util.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/server/grpc_server.h"
 #include "engine/server/http_server.h"
 #include "engine/server/serving_metrics.h"
 
@@ -73,6 +74,15 @@ absl::Status Serve(const Flags& flags) {
   ORCA_ASSIGN_OR_RETURN(auto http, HttpServer::Create(e, so));
   engine->Start();
   ORCA_RETURN_IF_ERROR(http->Start());
+  std::unique_ptr<GrpcServer> grpc;
+  ORCA_ASSIGN_OR_RETURN(int64_t grpc_port, flags.GetInt("grpc-port"));
+  if (grpc_port >= 0) {
+    GrpcServerOptions go;
+    go.address = absl::StrCat(so.host, ":", grpc_port);
+    go.served_model_name = so.served_model_name;
+    ORCA_ASSIGN_OR_RETURN(grpc, GrpcServer::Start(e, go));
+    std::cout << "orca: gRPC on " << so.host << ":" << grpc->port() << std::endl;
+  }
   // A line tests and supervisors can wait for.
   std::cout << "orca: serving " << so.served_model_name << " on http://" << so.host << ":" << http->port()
             << std::endl;
@@ -80,6 +90,7 @@ absl::Status Serve(const Flags& flags) {
   signal(SIGTERM, OnSignal);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ORCA_LOG(INFO) << "shutting down";
+  if (grpc) grpc->Stop();
   http->Stop();
   engine->Stop();
   return absl::OkStatus();
@@ -92,6 +103,7 @@ int RunServeCommand(int argc, char** argv) {
   AddEngineFlags(flags);
   flags.Add("host", "0.0.0.0", "address to listen on")
       .Add("port", "8000", "HTTP port (0 = any free port)")
+      .Add("grpc-port", "8001", "gRPC port for orca.v1.Inference (0 = any free port, -1 = off)")
       .Add("served-model-name", "", "model name clients use (default: the model directory's name)")
       .Add("api-key-file", "", "file holding the API key clients must send as a Bearer token")
       .Add("chat-template", "", "Jinja chat template file (default: the tokenizer's)")

@@ -7,6 +7,9 @@
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/serving/stop_checker.h"
+#ifdef ORCA_HAVE_CUDA
+#include "engine/backend/cuda/cuda_backend.h"
+#endif
 
 namespace orca {
 namespace {
@@ -37,7 +40,20 @@ struct Engine::Live {
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   auto e = std::unique_ptr<Engine>(new Engine());
   e->options_ = options;
-  e->backend_ = CreateCpuBackend(options.num_threads);
+  if (options.device == "cpu") {
+    e->backend_ = CreateCpuBackend(options.num_threads);
+  } else if (options.device == "cuda") {
+#ifdef ORCA_HAVE_CUDA
+    CudaBackendOptions co;
+    co.device = options.device_index;
+    co.memory_fraction = options.memory_fraction;
+    ORCA_ASSIGN_OR_RETURN(e->backend_, CreateCudaBackend(co));
+#else
+    return absl::FailedPreconditionError("this orca was built without CUDA (ORCA_WITH_CUDA=OFF or no toolkit)");
+#endif
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown device '", options.device, "' (cpu or cuda)"));
+  }
   ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model_dir));
   ModelRunnerOptions ro;
   ro.block_size = options.block_size;

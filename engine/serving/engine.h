@@ -32,6 +32,9 @@ struct EngineOptions {
   int32_t num_kv_blocks = 0;            // 0: from kv_cache_bytes
   size_t kv_cache_bytes = size_t{1} << 30;
   int32_t num_threads = 0;              // CPU backend threads; 0 = all cores
+  std::string device = "cpu";           // cpu | cuda (when built with CUDA)
+  int32_t device_index = 0;             // CUDA device ordinal
+  double memory_fraction = 0.9;         // CUDA: share of device memory for weights + KV
   int32_t max_waiting_requests = 1024;  // beyond: Submit fails with ResourceExhausted
 };
 
