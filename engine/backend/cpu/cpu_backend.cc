@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -180,7 +181,7 @@ class CpuBackend : public Backend {
 
   void GatedActivation(const Tensor& gate_up, Activation act, Tensor out) override {
     const int64_t inter = out.cols;
-    pool_.ParallelFor(gate_up.rows, [&](int64_t r) {
+    ParallelFor(gate_up.rows, gate_up.rows * inter * 16, [&](int64_t r) {
       const float* g = gate_up.f32() + r * gate_up.cols;
       const float* u = g + inter;
       float* o = out.f32() + r * inter;
@@ -189,7 +190,7 @@ class CpuBackend : public Backend {
   }
 
   void ActivationInPlace(Tensor x, Activation act) override {
-    pool_.ParallelFor(x.rows, [&](int64_t r) {
+    ParallelFor(x.rows, x.rows * x.cols * 16, [&](int64_t r) {
       float* v = x.f32() + r * x.cols;
       for (int64_t j = 0; j < x.cols; ++j) v[j] = ApplyActivation(v[j], act);
     });
@@ -210,7 +211,9 @@ class CpuBackend : public Backend {
     const int32_t d = shape.head_dim;
     const int32_t group = num_heads / shape.num_kv_heads;
     const int64_t kv_width = int64_t{shape.num_kv_heads} * d;
-    pool_.ParallelFor(int64_t{batch.num_seqs} * num_heads, [&](int64_t task) {
+    // Work estimate: every query row reads at most max_kv_len keys and values.
+    const int64_t work = q.rows * int64_t{num_heads} * batch.max_kv_len * d * 4;
+    ParallelFor(int64_t{batch.num_seqs} * num_heads, work, [&](int64_t task) {
       const int32_t s = static_cast<int32_t>(task / num_heads);
       const int32_t h = static_cast<int32_t>(task % num_heads);
       const int32_t kvh = h / group;
@@ -262,6 +265,17 @@ class CpuBackend : public Backend {
   }
 
  private:
+  // Spreads fn over the pool only when the work (in rough flops) pays for the hand-off;
+  // small iterations run on the calling thread.
+  void ParallelFor(int64_t n, int64_t work, const std::function<void(int64_t)>& fn) {
+    constexpr int64_t kMinParallelWork = 1 << 18;
+    if (work < kMinParallelWork) {
+      for (int64_t i = 0; i < n; ++i) fn(i);
+    } else {
+      pool_.ParallelFor(n, fn);
+    }
+  }
+
   ThreadPool pool_;
 };
 
