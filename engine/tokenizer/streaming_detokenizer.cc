@@ -41,8 +41,7 @@ std::string StreamingDetokenizer::Push(int32_t id) {
       all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_tokens_);
   const std::string new_text = tokenizer_.Decode(all.subspan(prefix_offset_), skip_special_tokens_);
   if (new_text.size() <= prefix_text.size() || EndsWithReplacement(new_text)) return "";
-  prefix_offset_ = read_offset_;
-  read_offset_ = ids_.size();
+  Advance();
   return Delta(prefix_text, new_text);
 }
 
@@ -56,10 +55,20 @@ std::string StreamingDetokenizer::Flush() {
     // Bytes flushed as U+FFFD must not be decoded again with later ids.
     prefix_offset_ = read_offset_ = ids_.size();
   } else if (!out.empty()) {
-    prefix_offset_ = read_offset_;
-    read_offset_ = ids_.size();
+    Advance();
   }
   return out;
+}
+
+void StreamingDetokenizer::Advance() {
+  // The next window starts at the first id just emitted, unless that id decodes to nothing
+  // on its own (a skipped special token; a lone "▁", whose space SentencePiece drops at the
+  // start of a text, and with remove_extra_whitespaces every leading space): the ids after
+  // it would then decode as the start of a text, losing their spaces. The window then
+  // keeps its start.
+  const absl::Span<const int32_t> first = absl::Span<const int32_t>(ids_).subspan(read_offset_, 1);
+  if (!tokenizer_.Decode(first, skip_special_tokens_).empty()) prefix_offset_ = read_offset_;
+  read_offset_ = ids_.size();
 }
 
 }  // namespace orca

@@ -6,7 +6,8 @@
 //     Llama-2 normalizer/decoder), plus added/special tokens;
 //   - tokenizer_config.json for BOS/EOS handling (add_bos_token, add_eos_token,
 //     bos_token, eos_token) and the chat template text;
-//   - tokenizer.model through libsentencepiece when no tokenizer.json is present.
+//   - tokenizer.model (a SentencePiece BPE model, read by orca itself) when no
+//     tokenizer.json is present.
 //
 // A Tokenizer is immutable after construction and safe for concurrent use from many
 // threads. A StreamingDetokenizer is per sequence and not thread-safe.
@@ -69,6 +70,9 @@ class StreamingDetokenizer {
   std::string Flush();
 
  private:
+  // Moves the decoding window past the ids just emitted.
+  void Advance();
+
   const Tokenizer& tokenizer_;
   bool skip_special_tokens_;
   std::vector<int32_t> ids_;

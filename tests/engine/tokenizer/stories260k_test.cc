@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "absl/strings/str_replace.h"
-#include "engine/tokenizer/internal/sentencepiece_bridge.h"
 #include "engine/tokenizer/internal/unicode.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
+#include "tests/engine/tokenizer/sentencepiece_reference.h"
 #include "tests/engine/tokenizer/test_support.h"
 
 namespace orca {
@@ -81,13 +81,13 @@ class Stories260KTest : public ::testing::Test {
     ASSERT_TRUE(t.ok()) << t.status();
     tokenizer_ = std::move(*t);
     std::string error;
-    sp_ = tokenizer_internal::SentencePieceBridge::Load(
+    sp_ = tokenizer_test::SentencePieceReference::Load(
         tokenizer_test::Stories260KDir() + "/tokenizer.model", &error);
     ASSERT_NE(sp_, nullptr) << error;
   }
 
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<tokenizer_internal::SentencePieceBridge> sp_;
+  std::unique_ptr<tokenizer_test::SentencePieceReference> sp_;
 };
 
 TEST_F(Stories260KTest, KnownEncoding) {
