@@ -1,0 +1,153 @@
+// The InferenceDeployment custom resource as typed C++ values.
+//
+// ParseInferenceDeployment() turns an unstructured object (as read from the API
+// server or a YAML file) into an InferenceDeployment with every default of the CRD
+// applied and every schema and CEL rule of crds/inferencedeployments.serving.orca.dev.yaml
+// checked, so that `render` of a file and the reconciler see the same values the API
+// server would store. Plain value types; no shared state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace orca::controller {
+
+using Json = nlohmann::json;
+
+inline constexpr char kGroup[] = "serving.orca.dev";
+inline constexpr char kApiVersion[] = "serving.orca.dev/v1alpha1";
+inline constexpr char kKind[] = "InferenceDeployment";
+inline constexpr int kMaxNameLength = 40;
+
+struct ModelSpec {
+  std::string name;
+  std::string uri;
+  std::string dtype = "auto";
+};
+
+// Where the checkpoint lives, parsed from ModelSpec::uri.
+struct ModelSource {
+  enum class Kind { kPvc, kHostPath };
+  Kind kind = Kind::kPvc;
+  std::string claim;  // kPvc only
+  std::string path;   // path inside the claim (may be empty) or absolute host path
+};
+
+struct ParallelismSpec {
+  int tensor = 1;
+  int pipeline = 1;
+  int gpus_per_pod = 1;
+  std::string device = "gpu";  // gpu | cpu
+};
+
+struct EngineSpec {
+  int max_batch_size = 64;
+  int max_batched_tokens = 2048;
+  std::string kv_policy = "paged";
+  int block_size = 16;
+  bool chunked_prefill = true;
+  bool prefix_caching = false;
+  double memory_fraction = 0.9;
+  std::string scheduling_policy = "iteration";
+};
+
+// Pod-level settings of scheduler or worker pods. Unset members are null Json.
+struct PodSettings {
+  Json resources;
+  Json node_selector;
+  Json tolerations;
+  Json affinity;
+  Json env;
+  Json pod_annotations;
+  std::string service_account_name;
+  std::string priority_class_name;
+};
+
+struct GroupPolicy {
+  int max_group_restarts = 5;
+  int restart_backoff_seconds = 10;
+};
+
+struct RolloutStrategy {
+  std::string type = "RollingUpdate";  // RollingUpdate | Recreate
+  int max_unavailable = 1;
+};
+
+struct ServiceSpec {
+  std::string type = "ClusterIP";
+  int port = 8000;
+  int grpc_port = 8001;
+  Json annotations;
+};
+
+struct IngressSpec {
+  bool enabled = false;
+  std::string class_name;
+  std::string host;
+  std::string path = "/";
+  std::string path_type = "Prefix";
+  std::string tls_secret_name;
+  Json annotations;
+};
+
+struct AutoscalingSpec {
+  bool enabled = false;
+  int min_replicas = 1;
+  std::optional<int> max_replicas;
+  std::string backend = "HPA";  // HPA | KEDA
+  std::string metric = "orca_num_requests_waiting";
+  std::string target = "4";
+  std::string prometheus_server = "http://prometheus-operated.monitoring.svc:9090";
+  std::string prometheus_query;
+  Json behavior;
+};
+
+struct ApiKeySecretRef {
+  std::string name;
+  std::string key = "api-key";
+};
+
+struct InferenceDeploymentSpec {
+  int replicas = 1;
+  ModelSpec model;
+  ModelSource model_source;
+  ParallelismSpec parallelism;
+  EngineSpec engine;
+  std::string image = "ghcr.io/orca-serving/orca:0.1.0";
+  std::string image_pull_policy = "IfNotPresent";
+  Json image_pull_secrets;
+  PodSettings scheduler;
+  PodSettings worker;
+  GroupPolicy group_policy;
+  RolloutStrategy rollout;
+  ServiceSpec service;
+  IngressSpec ingress;
+  AutoscalingSpec autoscaling;
+  std::optional<ApiKeySecretRef> api_key;
+};
+
+struct InferenceDeployment {
+  std::string name;
+  std::string ns;
+  std::string uid;
+  std::string resource_version;
+  int64_t generation = 0;
+  InferenceDeploymentSpec spec;
+  Json status;  // as stored; null when absent
+};
+
+// Parses and validates `object` (apiVersion/kind/metadata/spec[/status]).
+// Returns InvalidArgument naming every offending field ("spec.parallelism.tensor: ...")
+// when the object violates the CRD schema or its CEL rules.
+absl::StatusOr<InferenceDeployment> ParseInferenceDeployment(const Json& object);
+
+// Returns the part of the spec that shapes pods and engine configuration, as
+// canonical JSON (keys sorted). Changing any of it starts a rollout; replicas,
+// service, ingress and autoscaling are not part of it.
+Json PodTemplateInputs(const InferenceDeploymentSpec& spec);
+
+}  // namespace orca::controller
