@@ -135,6 +135,11 @@ test('logprobs, stop strings, token-id prompts, echo', async (t) => {
   assert.equal(s.choices[0].text, expectedContinuation().split('Lily')[0]);
   const ids = await client.completions.create({ model: 'stories260K', prompt: [1, 403, 407, 261, 378], max_tokens: 10, temperature: 0 });
   assert.equal(ids.choices[0].text, expectedContinuation().slice(0, ids.choices[0].text.length));
+  // A long token-id prompt is one prompt, not many (the 64-prompt limit does not apply).
+  const longIds = Array.from({ length: 300 }, (_, k) => 3 + (k % 400));
+  const l = await client.completions.create({ model: 'stories260K', prompt: longIds, max_tokens: 2 });
+  assert.equal(l.usage.prompt_tokens, 300);
+  assert.equal(l.choices.length, 1);
   const e = await client.completions.create({ model: 'stories260K', prompt, max_tokens: 3, temperature: 0, echo: true });
   assert.ok(e.choices[0].text.startsWith(prompt));
 });

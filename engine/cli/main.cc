@@ -4,6 +4,9 @@
 #include <string>
 
 #include "engine/cli/commands.h"
+#ifdef ORCA_HAVE_BENCH
+#include "bench/loadgen/bench_command.h"
+#endif
 
 namespace {
 
@@ -13,6 +16,7 @@ constexpr char kUsage[] =
     "commands:\n"
     "  serve      serve a model over the OpenAI-compatible HTTP API (orca serve --help)\n"
     "  generate   load a checkpoint and stream one completion (orca generate --help)\n"
+    "  bench      load generator and benchmarks: serve, engine, plot (orca bench --help)\n"
     "  model      inspect a checkpoint or write a random-weight one (orca model --help)\n"
     "  version    print the version\n";
 
@@ -27,6 +31,9 @@ int main(int argc, char** argv) {
   if (cmd == "generate") return orca::RunGenerateCommand(argc - 2, argv + 2);
   if (cmd == "model") return orca::RunModelCommand(argc - 2, argv + 2);
   if (cmd == "serve") return orca::RunServeCommand(argc - 2, argv + 2);
+#ifdef ORCA_HAVE_BENCH
+  if (cmd == "bench") return orca::RunBenchCommand(argc - 2, argv + 2);
+#endif
   if (cmd == "version" || cmd == "--version") {
     std::cout << "orca " << ORCA_VERSION << "\n";
     return 0;

@@ -1,6 +1,11 @@
 #include "engine/server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <random>
@@ -17,6 +22,8 @@ namespace orca {
 namespace {
 
 using json = nlohmann::json;
+
+constexpr int kListenBacklog = 4096;
 
 void SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.http_status;
@@ -109,6 +116,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine, H
 HttpServer::~HttpServer() { Stop(); }
 
 absl::Status HttpServer::Start() {
+  // The packaged cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG is
+  // compiled into the library): a burst of clients would overflow the accept queue and
+  // hang in half-open connections. Keep the listening socket and raise the backlog.
+  auto listen_fd = std::make_shared<std::atomic<int>>(-1);
+  server_->set_socket_options([listen_fd](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd->store(sock);
+  });
   if (options_.port == 0) {
     port_ = server_->bind_to_any_port(options_.host);
   } else {
@@ -116,6 +132,9 @@ absl::Status HttpServer::Start() {
   }
   if (port_ <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.host, ":", options_.port));
+  }
+  if (listen_fd->load() >= 0 && ::listen(listen_fd->load(), kListenBacklog) != 0) {
+    ORCA_LOG(WARNING) << "could not raise the listen backlog: " << std::strerror(errno);
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   ORCA_LOG(INFO) << "HTTP API on " << options_.host << ":" << port_ << " serving '" << options_.served_model_name << "'";

@@ -98,13 +98,13 @@ absl::Status ParsePrompt(const json& j, OpenAiRequest& r) {
   if (!p.is_array() || p.empty()) {
     return Invalid("prompt", "'prompt' must be a string, an array of strings, or token ids");
   }
-  if (p.size() > kMaxPrompts) return Invalid("prompt", absl::StrCat("at most ", kMaxPrompts, " prompts per request"));
-  if (p[0].is_number()) {
+  if (p[0].is_number()) {  // one prompt of token ids
     ORCA_ASSIGN_OR_RETURN(auto ids, TokenIds(p, "prompt"));
     r.prompt_texts.emplace_back();
     r.prompt_ids.push_back(std::move(ids));
     return absl::OkStatus();
   }
+  if (p.size() > kMaxPrompts) return Invalid("prompt", absl::StrCat("at most ", kMaxPrompts, " prompts per request"));
   for (const json& e : p) {
     if (e.is_string()) {
       ORCA_RETURN_IF_ERROR(add_text(e));

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/small_gemm.h"
 #include "engine/common/thread_pool.h"
 
 namespace orca {
@@ -106,6 +107,13 @@ class CpuBackend : public Backend {
     if (m == 0) return;
     float beta = 0.0f;
     const int lda = static_cast<int>(x.ld()), ldc = static_cast<int>(out.ld());
+    if (m >= 2 && m <= kSmallGemmMaxRows) {  // decode batches: stream the weights once
+      SmallGemm(m, n, k, x.f32(), lda, w.f32(), bias ? bias->f32() : nullptr, out.f32(), ldc,
+                [this, m, n, k](int64_t tasks, const std::function<void(int64_t)>& fn) {
+                  ParallelFor(tasks, int64_t{m} * n * k, fn);
+                });
+      return;
+    }
     if (bias != nullptr) {
       for (int i = 0; i < m; ++i) std::memcpy(out.f32() + int64_t{i} * ldc, bias->f32(), n * sizeof(float));
       beta = 1.0f;

@@ -1,0 +1,276 @@
+#include "bench/engine_sweep/engine_sweep.h"
+
+#include <cblas.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "engine/backend/backend.h"
+#include "engine/common/status_macros.h"
+#include "engine/executor/model_runner.h"
+#include "engine/kv/kv_block_pool.h"
+#include "engine/model/model_config.h"
+
+namespace orca::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double SgemmGflops(int n, double seconds) {
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
+  auto run = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
+  };
+  run();  // warm-up: thread start, page faults
+  int64_t iters = 0;
+  const auto t0 = Clock::now();
+  do {
+    run();
+    ++iters;
+  } while (Since(t0) < seconds);
+  return 2.0 * n * n * n * static_cast<double>(iters) / Since(t0) / 1e9;
+}
+
+// Every core sums its slice of a buffer far larger than the caches.
+double ReadBandwidthGbs(double seconds) {
+  const size_t words = (size_t{256} << 20) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(words, 1);
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<uint64_t> sinks(static_cast<size_t>(threads) * 8);
+  auto pass = [&] {
+    std::vector<std::thread> pool;
+    const size_t per = words / threads;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const uint64_t* p = buf.data() + t * per;
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (size_t i = 0; i + 4 <= per; i += 4) {
+          s0 += p[i];
+          s1 += p[i + 1];
+          s2 += p[i + 2];
+          s3 += p[i + 3];
+        }
+        sinks[t * 8] += s0 + s1 + s2 + s3;
+      });
+    }
+    for (auto& th : pool) th.join();
+  };
+  pass();
+  int64_t passes = 0;
+  const auto t0 = Clock::now();
+  do {
+    pass();
+    ++passes;
+  } while (Since(t0) < seconds);
+  const double s = Since(t0);
+  if (std::accumulate(sinks.begin(), sinks.end(), uint64_t{0}) == 0) return 0;  // keeps the sums
+  return static_cast<double>(words * sizeof(uint64_t)) * static_cast<double>(passes) / s / 1e9;
+}
+
+DecodeWork WorkOf(const ModelConfig& c) {
+  const double h = c.hidden_size, v = c.vocab_size, i = c.intermediate_size;
+  const double q = double(c.num_heads) * c.head_dim, kv = double(c.num_kv_heads) * c.head_dim;
+  double per_layer = c.family == ModelFamily::kGpt2 ? h * 3 * h + h * h + 2 * h * i
+                                                    : h * (q + 2 * kv) + q * h + 3 * h * i;
+  DecodeWork w;
+  w.gemm_params = c.num_layers * per_layer + v * h;  // + the LM head
+  w.kv_bytes_per_token = c.num_layers * 2.0 * kv * sizeof(float);
+  w.attn_flops_per_ctx = c.num_layers * 4.0 * q;
+  return w;
+}
+
+// Returns the CPU time (user + system) this process has used, in seconds.
+double ProcessCpuSeconds() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+struct BatchRun {
+  double cpu_s = 0;  // CPU time used, all threads
+  double prefill_s = 0;
+  std::vector<double> decode_s;
+  double total_s() const {
+    return prefill_s + std::accumulate(decode_s.begin(), decode_s.end(), 0.0);
+  }
+};
+
+absl::StatusOr<BatchRun> RunBatch(ModelRunner& runner, KvBlockPool& pool, int32_t batch,
+                                  int32_t input_len, int32_t output_len) {
+  const int32_t vocab = runner.config().vocab_size;
+  std::vector<BlockTable> tables(batch);
+  auto release = [&] {
+    for (auto& t : tables) t.Release(pool);
+  };
+  std::vector<int32_t> prompt(input_len);
+  for (int32_t i = 0; i < input_len; ++i) prompt[i] = (i * 7919 + 13) % vocab;
+  IterationPlan plan;
+  for (int32_t s = 0; s < batch; ++s) {
+    if (auto st = tables[s].EnsureCapacity(pool, input_len + output_len); !st.ok()) {
+      release();
+      return st;
+    }
+    ScheduledSequence seq;
+    seq.seq_id = static_cast<uint64_t>(s);
+    seq.token_ids = prompt;
+    seq.block_table = tables[s].blocks();
+    seq.sample = true;
+    seq.sampling.temperature = 0;
+    plan.seqs.push_back(std::move(seq));
+  }
+  BatchRun run;
+  const double cpu0 = ProcessCpuSeconds();
+  auto t0 = Clock::now();
+  auto result = runner.Execute(plan);
+  run.prefill_s = Since(t0);
+  for (int32_t step = 1; step < output_len && result.ok(); ++step) {
+    for (int32_t s = 0; s < batch; ++s) {
+      plan.seqs[s].start_pos = input_len + step - 1;
+      plan.seqs[s].token_ids = {result->tokens[s].token_id};
+      plan.seqs[s].output_index = step;
+    }
+    t0 = Clock::now();
+    result = runner.Execute(plan);
+    run.decode_s.push_back(Since(t0));
+  }
+  run.cpu_s = ProcessCpuSeconds() - cpu0;
+  release();
+  if (!result.ok()) return result.status();
+  return run;
+}
+
+}  // namespace
+
+Roofline MeasureRoofline(double seconds) {
+  Roofline r;
+  r.sgemm_gflops = std::max(SgemmGflops(1024, seconds / 2), SgemmGflops(2048, seconds / 2));
+  r.read_gbs = ReadBandwidthGbs(seconds);
+  return r;
+}
+
+DecodeFloors DecodeFloorsMs(const DecodeWork& w, double bytes_per_param, int32_t batch,
+                            double context, const Roofline& roof) {
+  DecodeFloors f;
+  const double bytes = w.gemm_params * bytes_per_param + batch * context * w.kv_bytes_per_token;
+  const double flops = 2.0 * w.gemm_params * batch + batch * context * w.attn_flops_per_ctx;
+  if (roof.read_gbs > 0) f.bandwidth_ms = bytes / (roof.read_gbs * 1e9) * 1e3;
+  if (roof.sgemm_gflops > 0) f.flops_ms = flops / (roof.sgemm_gflops * 1e9) * 1e3;
+  return f;
+}
+
+absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
+                                    const std::function<void(const std::string&)>& progress) {
+  if (o.batch_sizes.empty()) return absl::InvalidArgumentError("no batch sizes given");
+  if (o.input_len < 1 || o.output_len < 1 || o.repeats < 1) {
+    return absl::InvalidArgumentError("input and output lengths and repeats must be >= 1");
+  }
+  const int32_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
+  auto backend = CreateCpuBackend(o.threads);
+  ModelRunnerOptions ro;
+  ro.num_kv_blocks = max_batch * ((o.input_len + o.output_len + 15) / 16) + 8;
+  ORCA_ASSIGN_OR_RETURN(auto runner, ModelRunner::Create(o.model_dir, backend.get(), ro));
+  const ModelConfig& cfg = runner->config();
+  if (o.input_len + o.output_len > cfg.max_position_embeddings) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("input_len + output_len = %d exceeds the model's context of %d",
+                        o.input_len + o.output_len, cfg.max_position_embeddings));
+  }
+  KvBlockPool pool(runner->num_kv_blocks(), runner->block_size());
+  const double params = static_cast<double>(CountParameters(cfg));
+  const double bytes_per_param = static_cast<double>(runner->weight_bytes()) / params;
+  const DecodeWork work = WorkOf(cfg);
+
+  if (progress) progress("measuring the roofline (sgemm, read bandwidth)");
+  const Roofline roof = MeasureRoofline(o.roofline_s);
+  ORCA_RETURN_IF_ERROR(
+      RunBatch(*runner, pool, 1, std::min(o.input_len, 8), 2).status());  // warm-up
+
+  const double cores =
+      o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  json points = json::array();
+  for (int32_t b : o.batch_sizes) {
+    if (b < 1) return absl::InvalidArgumentError("batch sizes must be >= 1");
+    BatchRun best;
+    for (int32_t r = 0; r < o.repeats; ++r) {
+      ORCA_ASSIGN_OR_RETURN(BatchRun run, RunBatch(*runner, pool, b, o.input_len, o.output_len));
+      if (r == 0 || run.total_s() < best.total_s()) best = run;
+    }
+    std::vector<double> ms;
+    for (double s : best.decode_s) ms.push_back(s * 1e3);
+    std::sort(ms.begin(), ms.end());
+    const double mean_ms = ms.empty() ? 0 : std::accumulate(ms.begin(), ms.end(), 0.0) / ms.size();
+    const double median_ms = ms.empty() ? 0 : ms[ms.size() / 2];
+    const double mean_ctx = o.input_len + o.output_len / 2.0;
+    const DecodeFloors f = DecodeFloorsMs(work, bytes_per_param, b, mean_ctx, roof);
+    // The prefill's floor: the whole batch's prompt tokens through the GEMMs.
+    DecodeFloors pf = DecodeFloorsMs(work, bytes_per_param, b * o.input_len, 0, roof);
+    pf.flops_ms += b * o.input_len * (o.input_len / 2.0) * work.attn_flops_per_ctx /
+                   (roof.sgemm_gflops * 1e9) * 1e3;
+    const double floor_total_s = (std::max(pf.bandwidth_ms, pf.flops_ms) +
+                                  (o.output_len - 1) * std::max(f.bandwidth_ms, f.flops_ms)) /
+                                 1e3;
+    json p = {
+        {"batch", b},
+        {"total_s", best.total_s()},
+        {"prefill_s", best.prefill_s},
+        {"decode_iterations", static_cast<int64_t>(ms.size())},
+        {"decode_iter_ms",
+         {{"mean", mean_ms},
+          {"p50", median_ms},
+          {"min", ms.empty() ? 0 : ms.front()},
+          {"max", ms.empty() ? 0 : ms.back()}}},
+        {"floor_decode_bandwidth_ms", f.bandwidth_ms},
+        {"floor_decode_flops_ms", f.flops_ms},
+        {"decode_roof_fraction", mean_ms > 0 ? std::max(f.bandwidth_ms, f.flops_ms) / mean_ms : 0},
+        {"floor_total_s", floor_total_s},
+        {"total_roof_fraction", floor_total_s / best.total_s()},
+        {"output_tokens_per_s", b * o.output_len / best.total_s()},
+        // Below 1 when other processes took cores from the benchmark.
+        {"cpu_utilization", best.cpu_s / best.total_s() / cores}};
+    if (progress) {
+      progress(absl::StrFormat(
+          "batch %3d: %.3f s to completion (prefill %.3f s, decode %.2f ms/iter; floors: "
+          "bandwidth %.2f ms, FLOPs %.2f ms; %.0f%% of the roof; CPU share %.0f%%)",
+          b, best.total_s(), best.prefill_s, mean_ms, f.bandwidth_ms, f.flops_ms,
+          100.0 * p["decode_roof_fraction"].get<double>(),
+          100.0 * p["cpu_utilization"].get<double>()));
+    }
+    points.push_back(std::move(p));
+  }
+  return json{
+      {"schema", kEngineSchema},
+      {"model",
+       {{"dir", o.model_dir},
+        {"architecture", cfg.architecture},
+        {"parameters", params},
+        {"gemm_parameters", work.gemm_params},
+        {"weight_bytes", runner->weight_bytes()},
+        {"hidden_size", cfg.hidden_size},
+        {"num_layers", cfg.num_layers},
+        {"vocab_size", cfg.vocab_size}}},
+      {"options",
+       {{"batch_sizes", o.batch_sizes},
+        {"input_len", o.input_len},
+        {"output_len", o.output_len},
+        {"threads", o.threads},
+        {"repeats", o.repeats}}},
+      {"roofline",
+       {{"sgemm_gflops", roof.sgemm_gflops},
+        {"read_gbs", roof.read_gbs},
+        {"method", "OpenBLAS sgemm 1024^3/2048^3 (best); uint64 sum over 256 MiB on every core"}}},
+      {"points", points}};
+}
+
+}  // namespace orca::bench

@@ -1,0 +1,75 @@
+// `orca bench engine`: the ORCA paper's engine microbenchmark (section 6.1). For each
+// batch size B, a batch of B identical requests (input_len prompt tokens, output_len
+// greedy output tokens) runs to completion on the selective-batching ModelRunner
+// directly (no scheduler, no server): one prefill iteration for the whole batch, then
+// output_len - 1 decode iterations. It reports the time to completion, the prefill
+// time and the decode iteration time, next to this machine's roofline:
+//
+//   sgemm_gflops   OpenBLAS sgemm rate (1024^3 and 2048^3, the better);
+//   read_gbs       streaming read bandwidth over 256 MiB on every core;
+//   floors         a decode iteration must at least stream the GEMM weights once and
+//                  read the batch's KV history (bytes / read_gbs), and do
+//                  2 * GEMM params * B + attention FLOPs (flops / sgemm_gflops);
+//                  roof_fraction = max(floors) / measured.
+//
+// The result is one JSON document (schema orca.bench.engine/v1) with the model, the
+// options, the machine's roofline and one point per batch size. Not thread-safe; it
+// uses every core it is given.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace orca::bench {
+
+inline constexpr char kEngineSchema[] = "orca.bench.engine/v1";
+
+struct EngineSweepOptions {
+  std::string model_dir;
+  std::vector<int32_t> batch_sizes = {1, 2, 4, 8, 16, 32};
+  int32_t input_len = 32;
+  int32_t output_len = 32;
+  int32_t threads = 0;      // CPU backend threads; 0 = all cores
+  int32_t repeats = 1;      // runs per batch size; the fastest is reported
+  double roofline_s = 1.0;  // time spent on each roofline measurement
+};
+
+struct Roofline {
+  double sgemm_gflops = 0;
+  double read_gbs = 0;
+};
+
+// Measures this machine's sgemm rate and read bandwidth, spending about `seconds` on
+// each.
+Roofline MeasureRoofline(double seconds);
+
+// Per-token work of a decode step of `config`-shaped model (see the floors above).
+struct DecodeWork {
+  double gemm_params = 0;         // parameters the GEMMs read (not the embedding table)
+  double kv_bytes_per_token = 0;  // K and V bytes of one cached token, all layers
+  double attn_flops_per_ctx = 0;  // attention FLOPs per (query token x cached token)
+};
+
+// The floors of one decode iteration, in ms.
+struct DecodeFloors {
+  double bandwidth_ms = 0;
+  double flops_ms = 0;
+};
+// Returns the floors of a decode iteration of `batch` sequences with `context` cached
+// tokens each, for weights of `bytes_per_param`.
+DecodeFloors DecodeFloorsMs(const DecodeWork& work, double bytes_per_param, int32_t batch,
+                            double context, const Roofline& roof);
+
+// Runs the sweep. `progress` (may be empty) receives one line per finished batch size.
+// Fails when the model cannot be loaded, the lengths exceed its context or an
+// iteration fails.
+absl::StatusOr<nlohmann::json> RunEngineSweep(
+    const EngineSweepOptions& options, const std::function<void(const std::string&)>& progress);
+
+}  // namespace orca::bench
