@@ -31,28 +31,63 @@ __attribute__((target("avx2,fma"))) float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-// AVX2 version: each weight row is loaded once per 8-wide chunk and multiplied into up
-// to 4 rows of x at a time (4 accumulators in flight).
+// AVX2 version: R rows of x against two weight rows at a time, with 2R accumulators
+// in registers (R is a template parameter so they stay in registers): each 8-wide chunk
+// costs R + 2 loads for 2R FMAs.
+template <int R>
+__attribute__((target("avx2,fma"))) inline void RowsAvx2(int k, const float* x, int64_t ldx, const float* w0,
+                                                         const float* w1, float* out0, float* out1,
+                                                         int64_t ldo) {
+  const int k8 = k & ~7;
+  __m256 a0[R], a1[R];
+  for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
+  for (int c = 0; c < k8; c += 8) {
+    const __m256 v0 = _mm256_loadu_ps(w0 + c);
+    const __m256 v1 = _mm256_loadu_ps(w1 + c);
+    for (int r = 0; r < R; ++r) {
+      const __m256 xv = _mm256_loadu_ps(x + r * ldx + c);
+      a0[r] = _mm256_fmadd_ps(xv, v0, a0[r]);
+      a1[r] = _mm256_fmadd_ps(xv, v1, a1[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float s0 = HorizontalSum(a0[r]), s1 = HorizontalSum(a1[r]);
+    const float* xr = x + r * ldx;
+    for (int c = k8; c < k; ++c) {
+      s0 += xr[c] * w0[c];
+      s1 += xr[c] * w1[c];
+    }
+    out0[r * ldo] = s0;
+    out1[r * ldo] = s1;
+  }
+}
+
 __attribute__((target("avx2,fma"))) void BlockAvx2(int m, int k, const float* x, int64_t ldx, const float* w,
                                                    int64_t n0, int64_t n1, const float* bias, float* out,
                                                    int64_t ldo) {
-  const int k8 = k & ~7;
-  for (int64_t j = n0; j < n1; ++j) {
-    const float* wr = w + j * k;
-    for (int r0 = 0; r0 < m; r0 += 4) {
-      const int rows = std::min(4, m - r0);
-      __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-      for (int c = 0; c < k8; c += 8) {
-        const __m256 wv = _mm256_loadu_ps(wr + c);
-        for (int r = 0; r < rows; ++r) {
-          acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (r0 + r) * ldx + c), wv, acc[r]);
-        }
-      }
-      for (int r = 0; r < rows; ++r) {
-        float s = HorizontalSum(acc[r]);
-        const float* xr = x + (r0 + r) * ldx;
-        for (int c = k8; c < k; ++c) s += xr[c] * wr[c];
-        out[(r0 + r) * ldo + j] = s + (bias ? bias[j] : 0.0f);
+  for (int64_t j = n0; j < n1; j += 2) {
+    const int64_t j1 = j + 1 < n1 ? j + 1 : j;  // an odd tail computes its last row twice
+    const float* w0 = w + j * k;
+    const float* w1 = w + j1 * k;
+    int r = 0;
+    for (; r + 4 <= m; r += 4) RowsAvx2<4>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
+    switch (m - r) {
+      case 3:
+        RowsAvx2<3>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
+        break;
+      case 2:
+        RowsAvx2<2>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
+        break;
+      case 1:
+        RowsAvx2<1>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
+        break;
+      default:
+        break;
+    }
+    if (bias != nullptr) {
+      for (int rr = 0; rr < m; ++rr) {
+        out[rr * ldo + j] += bias[j];
+        if (j1 != j) out[rr * ldo + j1] += bias[j1];
       }
     }
   }
