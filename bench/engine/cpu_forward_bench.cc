@@ -30,8 +30,8 @@ namespace orca {
 namespace {
 
 std::string g_model_dir;
-double g_sgemm_gflops = 0;  // measured by BM_Sgemm (runs first)
-double g_bandwidth_gbs = 0; // measured by BM_MemBandwidth
+double g_sgemm_gflops = 0;   // measured by BM_Sgemm (runs first)
+double g_bandwidth_gbs = 0;  // measured by BM_MemBandwidth
 
 struct Fixture {
   std::unique_ptr<Backend> backend;
@@ -62,8 +62,8 @@ void BM_Sgemm(benchmark::State& state) {
   std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
   auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
     benchmark::DoNotOptimize(c.data());
   }
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -103,8 +103,8 @@ void ReportFloors(benchmark::State& state, int64_t tokens, double seconds_per_it
   double weight_bytes = static_cast<double>(fx.runner->weight_bytes());
   double floor_bw = g_bandwidth_gbs > 0 ? weight_bytes / (g_bandwidth_gbs * 1e9) : 0;
   double floor_flop = g_sgemm_gflops > 0 ? 2.0 * params * tokens / (g_sgemm_gflops * 1e9) : 0;
-  state.counters["tokens_per_s"] = benchmark::Counter(static_cast<double>(tokens) * state.iterations(),
-                                                      benchmark::Counter::kIsRate);
+  state.counters["tokens_per_s"] = benchmark::Counter(
+      static_cast<double>(tokens) * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["floor_bw_ms"] = floor_bw * 1e3;
   state.counters["floor_flop_ms"] = floor_flop * 1e3;
   state.counters["roof_fraction"] = std::max(floor_bw, floor_flop) / seconds_per_iter;
@@ -152,7 +152,13 @@ void BM_Decode(benchmark::State& state) {
   ReportFloors(state, batch, per_iter);
   for (auto& t : tables) t.Release(*fx.pool);
 }
-BENCHMARK(BM_Decode)->Arg(1)->Arg(8)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Decode)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_Prefill(benchmark::State& state) {
   Fixture& fx = GetFixture();

@@ -77,9 +77,9 @@ struct KvCacheShape {
 // block_tables[i * max_blocks_per_seq + j]. All arrays live in backend memory.
 struct AttentionBatch {
   int32_t num_seqs = 0;
-  const int32_t* query_start = nullptr;  // [num_seqs + 1]
-  const int32_t* kv_len = nullptr;       // [num_seqs]
-  const int32_t* block_tables = nullptr; // [num_seqs, max_blocks_per_seq]
+  const int32_t* query_start = nullptr;   // [num_seqs + 1]
+  const int32_t* kv_len = nullptr;        // [num_seqs]
+  const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
   int32_t max_blocks_per_seq = 0;
   int32_t max_query_len = 0;  // host-side hints for launch sizes
   int32_t max_kv_len = 0;
@@ -131,8 +131,8 @@ class Backend {
   // Paged causal attention over the flat batch (see AttentionBatch); q [T, H*D],
   // out [T, H*D]; GQA: query head h reads kv head h / (H / kv_heads). q may be strided.
   virtual void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                         const AttentionBatch& batch, const KvCacheShape& shape,
-                         int32_t num_heads, float scale, Tensor out) = 0;
+                         const AttentionBatch& batch, const KvCacheShape& shape, int32_t num_heads,
+                         float scale, Tensor out) = 0;
   // out[i] = x[rows[i]].
   virtual void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) = 0;
 };

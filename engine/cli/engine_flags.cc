@@ -7,7 +7,8 @@ namespace orca {
 
 void AddEngineFlags(Flags& f) {
   f.Add("model", "", "Hugging Face checkpoint directory (required)")
-      .Add("policy", "iteration", "scheduling: iteration (ORCA) or request (static batching baseline)")
+      .Add("policy", "iteration",
+           "scheduling: iteration (ORCA) or request (static batching baseline)")
       .Add("max-batch-size", "64", "sequences per iteration")
       .Add("max-batched-tokens", "512", "tokens per iteration")
       .Add("no-chunked-prefill", "", "schedule each prompt's prefill in one iteration", true)
@@ -34,7 +35,8 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(const Flags& f) {
   } else if (policy == "request") {
     o.scheduler.policy = SchedulingPolicy::kRequest;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--policy must be iteration or request, got '", policy, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--policy must be iteration or request, got '", policy, "'"));
   }
   const std::string kv = f.GetString("kv-policy");
   if (kv == "paged") {
@@ -42,11 +44,14 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(const Flags& f) {
   } else if (kv == "reserve") {
     o.scheduler.kv_policy = KvPolicy::kReserve;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--kv-policy must be paged or reserve, got '", kv, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kv-policy must be paged or reserve, got '", kv, "'"));
   }
   auto positive = [&](const char* name, int64_t lo, int64_t hi) -> absl::StatusOr<int32_t> {
     ORCA_ASSIGN_OR_RETURN(int64_t v, f.GetInt(name));
-    if (v < lo || v > hi) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be in [", lo, ", ", hi, "]"));
+    if (v < lo || v > hi)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " must be in [", lo, ", ", hi, "]"));
     return static_cast<int32_t>(v);
   };
   ORCA_ASSIGN_OR_RETURN(o.scheduler.max_batch_size, positive("max-batch-size", 1, 4096));
@@ -62,7 +67,8 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(const Flags& f) {
   ORCA_ASSIGN_OR_RETURN(o.num_threads, positive("threads", 0, 1024));
   o.device = f.GetString("device");
   if (o.device != "cpu" && o.device != "cuda") {
-    return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or cuda, got '", o.device, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device must be cpu or cuda, got '", o.device, "'"));
   }
   ORCA_ASSIGN_OR_RETURN(o.device_index, positive("device-index", 0, 64));
   ORCA_ASSIGN_OR_RETURN(o.memory_fraction, f.GetDouble("gpu-memory-fraction"));

@@ -5,8 +5,8 @@
 
 namespace orca {
 
-Flags& Flags::Add(const std::string& name, const std::string& default_value, const std::string& help,
-                  bool is_bool) {
+Flags& Flags::Add(const std::string& name, const std::string& default_value,
+                  const std::string& help, bool is_bool) {
   flags_[name] = Flag{default_value, help, is_bool, false};
   order_.push_back(name);
   return *this;
@@ -27,7 +27,8 @@ absl::Status Flags::Parse(int argc, char** argv, int first) {
       has_value = true;
     }
     auto it = flags_.find(name);
-    if (it == flags_.end()) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    if (it == flags_.end())
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     Flag& f = it->second;
     if (f.is_bool) {
       if (has_value && value != "true" && value != "false") {
@@ -37,7 +38,8 @@ absl::Status Flags::Parse(int argc, char** argv, int first) {
     } else if (has_value) {
       f.value = value;
     } else {
-      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+      if (i + 1 >= argc)
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
       f.value = argv[++i];
     }
     f.set = true;
@@ -50,8 +52,8 @@ std::string Flags::GetString(const std::string& name) const { return flags_.at(n
 absl::StatusOr<int64_t> Flags::GetInt(const std::string& name) const {
   int64_t v;
   if (!absl::SimpleAtoi(flags_.at(name).value, &v)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be an integer, got '",
-                                                   flags_.at(name).value, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " must be an integer, got '", flags_.at(name).value, "'"));
   }
   return v;
 }
@@ -59,8 +61,8 @@ absl::StatusOr<int64_t> Flags::GetInt(const std::string& name) const {
 absl::StatusOr<double> Flags::GetDouble(const std::string& name) const {
   double v;
   if (!absl::SimpleAtod(flags_.at(name).value, &v)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be a number, got '",
-                                                   flags_.at(name).value, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " must be a number, got '", flags_.at(name).value, "'"));
   }
   return v;
 }

@@ -24,7 +24,8 @@ constexpr char kDefaultModel[] = "models-local/tiny";
 
 Flags GenerateFlags() {
   Flags f;
-  f.Add("model", "", "Hugging Face checkpoint directory (default: a random tiny model in models-local/tiny)")
+  f.Add("model", "",
+        "Hugging Face checkpoint directory (default: a random tiny model in models-local/tiny)")
       .Add("prompt", "Once upon a time", "prompt text")
       .Add("max-tokens", "128", "tokens to generate at most")
       .Add("temperature", "0", "sampling temperature; 0 = greedy")
@@ -47,7 +48,8 @@ absl::Status Generate(const Flags& flags) {
   if (model_dir.empty()) {
     model_dir = kDefaultModel;
     if (!FileExists(JoinPath(model_dir, "config.json"))) {
-      std::cerr << "orca: no --model given; writing a random-weight tiny model to " << model_dir << "\n";
+      std::cerr << "orca: no --model given; writing a random-weight tiny model to " << model_dir
+                << "\n";
       ORCA_ASSIGN_OR_RETURN(ModelConfig preset, PresetConfig("tiny"));
       ::mkdir("models-local", 0755);
       ORCA_RETURN_IF_ERROR(WriteRandomCheckpoint(preset, model_dir, 1));
@@ -57,16 +59,19 @@ absl::Status Generate(const Flags& flags) {
   ORCA_ASSIGN_OR_RETURN(int64_t chunk, flags.GetInt("prefill-chunk"));
   ORCA_ASSIGN_OR_RETURN(int64_t block_size, flags.GetInt("block-size"));
   ORCA_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads"));
-  if (max_tokens < 1 || chunk < 1) return absl::InvalidArgumentError("--max-tokens and --prefill-chunk must be >= 1");
+  if (max_tokens < 1 || chunk < 1)
+    return absl::InvalidArgumentError("--max-tokens and --prefill-chunk must be >= 1");
   SamplingParams sp;
   ORCA_ASSIGN_OR_RETURN(double temperature, flags.GetDouble("temperature"));
   ORCA_ASSIGN_OR_RETURN(int64_t top_k, flags.GetInt("top-k"));
   ORCA_ASSIGN_OR_RETURN(double top_p, flags.GetDouble("top-p"));
   ORCA_ASSIGN_OR_RETURN(double min_p, flags.GetDouble("min-p"));
   ORCA_ASSIGN_OR_RETURN(double penalty, flags.GetDouble("repetition-penalty"));
-  if (temperature < 0 || top_k < 0 || top_p <= 0 || top_p > 1 || min_p < 0 || min_p > 1 || penalty <= 0) {
+  if (temperature < 0 || top_k < 0 || top_p <= 0 || top_p > 1 || min_p < 0 || min_p > 1 ||
+      penalty <= 0) {
     return absl::InvalidArgumentError(
-        "sampling flags out of range: temperature >= 0, top-k >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, "
+        "sampling flags out of range: temperature >= 0, top-k >= 0, 0 < top-p <= 1, 0 <= min-p <= "
+        "1, "
         "repetition-penalty > 0");
   }
   sp.temperature = static_cast<float>(temperature);
@@ -90,12 +95,13 @@ absl::Status Generate(const Flags& flags) {
   const ModelConfig& config = runner->config();
   auto t_loaded = std::chrono::steady_clock::now();
 
-  std::vector<int32_t> tokens = tokenizer->Encode(flags.GetString("prompt"), /*add_special_tokens=*/true);
+  std::vector<int32_t> tokens =
+      tokenizer->Encode(flags.GetString("prompt"), /*add_special_tokens=*/true);
   if (tokens.empty()) return absl::InvalidArgumentError("the prompt encodes to no tokens");
   const int64_t context = config.max_position_embeddings;
   if (static_cast<int64_t>(tokens.size()) >= context) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", tokens.size(),
-                                                   " tokens; the context length is ", context));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the prompt has ", tokens.size(), " tokens; the context length is ", context));
   }
   KvBlockPool pool(runner->num_kv_blocks(), runner->block_size());
   BlockTable table;
@@ -131,7 +137,8 @@ absl::Status Generate(const Flags& flags) {
     computed += static_cast<int32_t>(n);
     if (result.tokens.empty()) continue;
     if (generated == 0) {
-      first_token_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loaded).count();
+      first_token_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loaded).count();
     }
     int32_t token = result.tokens[0].token_id;
     ++generated;
@@ -148,11 +155,10 @@ absl::Status Generate(const Flags& flags) {
   if (flags.GetBool("stats")) {
     double load_s = std::chrono::duration<double>(t_loaded - t0).count();
     double gen_s = std::chrono::duration<double>(t_end - t_loaded).count();
-    std::cerr << absl::StrCat("orca: load ", load_s, " s; prompt ", prompt_len, " tokens; generated ",
-                              generated, " tokens in ", gen_s, " s; time to first token ",
-                              first_token_s, " s; decode ",
-                              generated > 1 ? (generated - 1) / (gen_s - first_token_s) : 0.0,
-                              " tokens/s\n");
+    std::cerr << absl::StrCat(
+        "orca: load ", load_s, " s; prompt ", prompt_len, " tokens; generated ", generated,
+        " tokens in ", gen_s, " s; time to first token ", first_token_s, " s; decode ",
+        generated > 1 ? (generated - 1) / (gen_s - first_token_s) : 0.0, " tokens/s\n");
   }
   return absl::OkStatus();
 }

@@ -38,13 +38,14 @@ absl::Status Inspect(const std::string& dir, bool list_tensors) {
   ORCA_ASSIGN_OR_RETURN(auto ckpt, Checkpoint::Open(dir));
   std::cout << absl::StrFormat(
       "architecture       %s\nhidden_size        %d\nintermediate_size  %d\nlayers             %d\n"
-      "attention heads    %d (kv heads %d, head_dim %d)\nvocab_size         %d\ncontext            %d\n"
+      "attention heads    %d (kv heads %d, head_dim %d)\nvocab_size         %d\ncontext            "
+      "%d\n"
       "norm eps           %g\nrope_theta         %g\nactivation         %s\ntied embeddings    %s\n"
       "dtype              %s\neos_token_ids      [%s]\nparameters         %d (%.1fM)\n",
       c.architecture, c.hidden_size, c.intermediate_size, c.num_layers, c.num_heads, c.num_kv_heads,
       c.head_dim, c.vocab_size, c.max_position_embeddings, c.norm_eps, c.rope_theta, c.hidden_act,
-      c.tie_word_embeddings ? "yes" : "no", DTypeName(c.dtype), absl::StrJoin(c.eos_token_ids, ", "),
-      CountParameters(c), CountParameters(c) / 1e6);
+      c.tie_word_embeddings ? "yes" : "no", DTypeName(c.dtype),
+      absl::StrJoin(c.eos_token_ids, ", "), CountParameters(c), CountParameters(c) / 1e6);
   std::cout << "files              " << ckpt->Describe() << "\n";
   // Re-open the files to list what they hold (the checkpoint validates them).
   std::map<std::string, HostTensorView> all;
@@ -56,10 +57,12 @@ absl::Status Inspect(const std::string& dir, bool list_tensors) {
       bytes += v.nbytes;
       all[n] = v;
     }
-    std::cout << "tensors            " << all.size() << " (" << HumanBytes(static_cast<double>(bytes)) << ")\n";
+    std::cout << "tensors            " << all.size() << " ("
+              << HumanBytes(static_cast<double>(bytes)) << ")\n";
     if (list_tensors) {
       for (const auto& [n, v] : all) {
-        std::cout << absl::StrFormat("  %-60s %-5s [%s]\n", n, v.dtype_name, absl::StrJoin(v.shape, ", "));
+        std::cout << absl::StrFormat("  %-60s %-5s [%s]\n", n, v.dtype_name,
+                                     absl::StrJoin(v.shape, ", "));
       }
     }
   }
@@ -83,7 +86,8 @@ absl::Status Random(const Flags& f) {
   auto override_int = [&](const char* flag, int32_t& field) -> absl::Status {
     if (!f.IsSet(flag)) return absl::OkStatus();
     ORCA_ASSIGN_OR_RETURN(int64_t v, f.GetInt(flag));
-    if (v < 1 || v > (1 << 24)) return absl::InvalidArgumentError(absl::StrCat("--", flag, " out of range"));
+    if (v < 1 || v > (1 << 24))
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, " out of range"));
     field = static_cast<int32_t>(v);
     return absl::OkStatus();
   };
@@ -99,8 +103,9 @@ absl::Status Random(const Flags& f) {
   }
   if (c.vocab_size < 259) return absl::InvalidArgumentError("--vocab must be at least 259");
   ORCA_ASSIGN_OR_RETURN(int64_t seed, f.GetInt("seed"));
-  std::cerr << absl::StrFormat("orca: writing %s (%.1fM parameters, %s) to %s\n", f.GetString("preset"),
-                               CountParameters(c) / 1e6, DTypeName(c.dtype), f.GetString("out"));
+  std::cerr << absl::StrFormat("orca: writing %s (%.1fM parameters, %s) to %s\n",
+                               f.GetString("preset"), CountParameters(c) / 1e6, DTypeName(c.dtype),
+                               f.GetString("out"));
   return WriteRandomCheckpoint(c, f.GetString("out"), static_cast<uint64_t>(seed));
 }
 

@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/chat/chat_template.h"
 #include "engine/cli/commands.h"
-#include "engine/cli/flags.h"
 #include "engine/cli/engine_flags.h"
+#include "engine/cli/flags.h"
 #include "engine/common/file_util.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
@@ -61,7 +61,8 @@ absl::Status Serve(const Flags& flags) {
   }
   auto chat_template = ChatTemplate::Parse(template_source);
   if (!chat_template.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("chat template: ", chat_template.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chat template: ", chat_template.status().message()));
   }
   std::shared_ptr<ChatTemplate> tmpl = std::move(*chat_template);
   so.render_chat = [tmpl](const nlohmann::json& ctx) { return tmpl->Render(ctx); };
@@ -84,8 +85,8 @@ absl::Status Serve(const Flags& flags) {
     std::cout << "orca: gRPC on " << so.host << ":" << grpc->port() << std::endl;
   }
   // A line tests and supervisors can wait for.
-  std::cout << "orca: serving " << so.served_model_name << " on http://" << so.host << ":" << http->port()
-            << std::endl;
+  std::cout << "orca: serving " << so.served_model_name << " on http://" << so.host << ":"
+            << http->port() << std::endl;
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -29,7 +29,9 @@ absl::Status WriteFile(const std::string& path, const std::string& data) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
+    if (!out)
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
     if (!out) return absl::DataLossError(absl::StrCat(path, ": write error"));
   }

@@ -33,7 +33,7 @@ class LogMessage {
 #define ORCA_LOG_SEVERITY_WARNING ::orca::LogSeverity::kWarning
 #define ORCA_LOG_SEVERITY_ERROR ::orca::LogSeverity::kError
 
-#define ORCA_LOG(level)                                          \
-  if (!::orca::LogEnabled(ORCA_LOG_SEVERITY_##level)) {          \
-  } else                                                         \
+#define ORCA_LOG(level)                                 \
+  if (!::orca::LogEnabled(ORCA_LOG_SEVERITY_##level)) { \
+  } else                                                \
     ::orca::LogMessage(ORCA_LOG_SEVERITY_##level, __FILE__, __LINE__).stream()

@@ -10,16 +10,16 @@
 namespace orca {
 
 struct SamplingParams {
-  float temperature = 1.0f;        // 0 = greedy
-  int32_t top_k = 0;               // 0 = off
-  float top_p = 1.0f;              // 1 = off
-  float min_p = 0.0f;              // 0 = off
-  float repetition_penalty = 1.0f; // 1 = off (Hugging Face / CTRL rule, prompt + output)
-  float presence_penalty = 0.0f;   // OpenAI: subtracted once per token present in the output
-  float frequency_penalty = 0.0f;  // OpenAI: subtracted per occurrence in the output
+  float temperature = 1.0f;         // 0 = greedy
+  int32_t top_k = 0;                // 0 = off
+  float top_p = 1.0f;               // 1 = off
+  float min_p = 0.0f;               // 0 = off
+  float repetition_penalty = 1.0f;  // 1 = off (Hugging Face / CTRL rule, prompt + output)
+  float presence_penalty = 0.0f;    // OpenAI: subtracted once per token present in the output
+  float frequency_penalty = 0.0f;   // OpenAI: subtracted per occurrence in the output
   std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI logit_bias, added first
-  uint64_t seed = 0;               // every request has one (drawn when not given)
-  int32_t logprobs = -1;           // -1: none; 0: the chosen token's; N: also the top N
+  uint64_t seed = 0;      // every request has one (drawn when not given)
+  int32_t logprobs = -1;  // -1: none; 0: the chosen token's; N: also the top N
 
   bool greedy() const { return temperature < 1e-5f; }
   bool needs_history() const {
@@ -62,7 +62,7 @@ struct IterationPlan {
 struct SampledToken {
   uint64_t seq_id = 0;
   int32_t token_id = -1;
-  float logprob = 0.0f;                             // when logprobs >= 0
+  float logprob = 0.0f;                                 // when logprobs >= 0
   std::vector<std::pair<int32_t, float>> top_logprobs;  // when logprobs > 0
 };
 

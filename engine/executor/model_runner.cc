@@ -19,9 +19,8 @@ Activation ActivationOf(const ModelConfig& c) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(const std::string& model_dir,
-                                                                 Backend* backend,
-                                                                 const ModelRunnerOptions& options) {
+absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
+    const std::string& model_dir, Backend* backend, const ModelRunnerOptions& options) {
   auto r = std::unique_ptr<ModelRunner>(new ModelRunner());
   r->backend_ = backend;
   ORCA_ASSIGN_OR_RETURN(r->config_, LoadModelConfig(model_dir));
@@ -30,25 +29,29 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(const std::stri
 
   const ModelConfig& c = r->config_;
   if (options.block_size <= 0 || options.block_size > 1024) {
-    return absl::InvalidArgumentError(absl::StrCat("block size ", options.block_size, " out of range [1, 1024]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("block size ", options.block_size, " out of range [1, 1024]"));
   }
   r->kv_shape_.block_size = options.block_size;
   r->kv_shape_.num_kv_heads = c.num_kv_heads;
   r->kv_shape_.head_dim = c.head_dim;
-  const size_t bytes_per_block = size_t{2} * c.num_layers * options.block_size * c.num_kv_heads *
-                                 c.head_dim * sizeof(float);
+  const size_t bytes_per_block =
+      size_t{2} * c.num_layers * options.block_size * c.num_kv_heads * c.head_dim * sizeof(float);
   int64_t blocks = options.num_kv_blocks;
   if (blocks <= 0) blocks = static_cast<int64_t>(options.kv_cache_bytes / bytes_per_block);
   if (blocks <= 0) {
     return absl::ResourceExhaustedError(absl::StrCat("KV cache budget of ", options.kv_cache_bytes,
-                                                     " bytes holds no block of ", bytes_per_block, " bytes"));
+                                                     " bytes holds no block of ", bytes_per_block,
+                                                     " bytes"));
   }
-  r->kv_shape_.num_blocks = static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX / options.block_size));
+  r->kv_shape_.num_blocks =
+      static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX / options.block_size));
   const int64_t slots = int64_t{r->kv_shape_.num_blocks} * options.block_size;
   const int64_t width = int64_t{c.num_kv_heads} * c.head_dim;
   for (int32_t l = 0; l < c.num_layers; ++l) {
     for (auto* cache : {&r->k_cache_, &r->v_cache_}) {
-      ORCA_ASSIGN_OR_RETURN(auto buf, backend->Allocate(static_cast<size_t>(slots * width) * sizeof(float)));
+      ORCA_ASSIGN_OR_RETURN(auto buf,
+                            backend->Allocate(static_cast<size_t>(slots * width) * sizeof(float)));
       cache->push_back(Tensor{buf->data(), DType::kF32, slots, width, 0});
       r->kv_storage_.push_back(std::move(buf));
     }
@@ -75,27 +78,33 @@ absl::Status ModelRunner::ValidatePlan(const IterationPlan& plan) const {
                               config_.max_position_embeddings));
     }
     for (int32_t t : s.token_ids) {
-      if (t < 0 || t >= config_.vocab_size) return bad(absl::StrCat("token id ", t, " outside the vocabulary"));
+      if (t < 0 || t >= config_.vocab_size)
+        return bad(absl::StrCat("token id ", t, " outside the vocabulary"));
     }
     if (static_cast<int64_t>(s.block_table.size()) * bs < end) {
-      return bad(absl::StrCat("block table of ", s.block_table.size(), " blocks cannot hold ", end, " tokens"));
+      return bad(absl::StrCat("block table of ", s.block_table.size(), " blocks cannot hold ", end,
+                              " tokens"));
     }
     for (int32_t b : s.block_table) {
-      if (b < 0 || b >= kv_shape_.num_blocks) return bad(absl::StrCat("block id ", b, " out of range"));
+      if (b < 0 || b >= kv_shape_.num_blocks)
+        return bad(absl::StrCat("block id ", b, " out of range"));
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t num_seqs, int64_t index_ints) {
+absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t num_seqs,
+                                          int64_t index_ints) {
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size, q = int64_t{c.num_heads} * c.head_dim;
   const int64_t qkv = q + 2 * int64_t{c.num_kv_heads} * c.head_dim;
-  const int64_t up = c.family == ModelFamily::kGpt2 ? c.intermediate_size : 2 * int64_t{c.intermediate_size};
+  const int64_t up =
+      c.family == ModelFamily::kGpt2 ? c.intermediate_size : 2 * int64_t{c.intermediate_size};
   if (num_tokens > ws_tokens_) {
     const int64_t t = std::max<int64_t>(num_tokens, 16);
     const int64_t per_token = 2 * h + qkv + q + up + c.intermediate_size + h + c.vocab_size;
-    ORCA_ASSIGN_OR_RETURN(ws_buffer_, backend_->Allocate(static_cast<size_t>(t * per_token) * sizeof(float)));
+    ORCA_ASSIGN_OR_RETURN(ws_buffer_,
+                          backend_->Allocate(static_cast<size_t>(t * per_token) * sizeof(float)));
     float* p = static_cast<float*>(ws_buffer_->data());
     auto take = [&](int64_t cols) {
       Tensor out{p, DType::kF32, t, cols, 0};
@@ -115,7 +124,8 @@ absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t num_seqs, 
   (void)num_seqs;
   if (index_ints > ws_ints_) {
     const int64_t n = std::max<int64_t>(index_ints * 2, 256);
-    ORCA_ASSIGN_OR_RETURN(index_buffer_, backend_->Allocate(static_cast<size_t>(n) * sizeof(int32_t)));
+    ORCA_ASSIGN_OR_RETURN(index_buffer_,
+                          backend_->Allocate(static_cast<size_t>(n) * sizeof(int32_t)));
     ws_ints_ = n;
   }
   return absl::OkStatus();
@@ -187,7 +197,8 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
   idx.reserve(4 * n + 3 * num_seqs + 1 + int64_t{num_seqs} * max_blocks);
   for (const auto& s : plan.seqs) idx.insert(idx.end(), s.token_ids.begin(), s.token_ids.end());
   for (const auto& s : plan.seqs) {
-    for (size_t i = 0; i < s.token_ids.size(); ++i) idx.push_back(s.start_pos + static_cast<int32_t>(i));
+    for (size_t i = 0; i < s.token_ids.size(); ++i)
+      idx.push_back(s.start_pos + static_cast<int32_t>(i));
   }
   for (const auto& s : plan.seqs) {
     for (size_t i = 0; i < s.token_ids.size(); ++i) {
@@ -225,7 +236,8 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
   }
   for (const auto& s : plan.seqs) {
     idx.insert(idx.end(), s.block_table.begin(), s.block_table.end());
-    for (size_t i = s.block_table.size(); i < static_cast<size_t>(max_blocks); ++i) idx.push_back(0);
+    for (size_t i = s.block_table.size(); i < static_cast<size_t>(max_blocks); ++i)
+      idx.push_back(0);
   }
   ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, num_seqs, static_cast<int64_t>(idx.size())));
   int32_t* dev = static_cast<int32_t*>(index_buffer_->data());
@@ -263,7 +275,8 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
   Tensor logits = logits_.Rows(0, num_sample);
   b.Linear(rows, weights_->lm_head, nullptr, logits);
   result.values.resize(static_cast<size_t>(num_sample) * config_.vocab_size);
-  ORCA_RETURN_IF_ERROR(b.CopyToHost(result.values.data(), logits.data, result.values.size() * sizeof(float)));
+  ORCA_RETURN_IF_ERROR(
+      b.CopyToHost(result.values.data(), logits.data, result.values.size() * sizeof(float)));
   return result;
 }
 

@@ -17,12 +17,13 @@ class WeightUploader {
 
   // Concatenates `parts` (each [rows_i, cols]) by rows into one [sum rows, cols] tensor.
   // With `transpose`, each part is stored in the file as [cols, rows_i] (Conv1D).
-  absl::StatusOr<Tensor> Rows(const std::vector<std::pair<std::string, int64_t>>& parts, int64_t cols,
-                              bool transpose = false) {
+  absl::StatusOr<Tensor> Rows(const std::vector<std::pair<std::string, int64_t>>& parts,
+                              int64_t cols, bool transpose = false) {
     std::vector<const HostTensorView*> views;
     int64_t rows = 0;
     for (const auto& [name, r] : parts) {
-      std::vector<int64_t> shape = transpose ? std::vector<int64_t>{cols, r} : std::vector<int64_t>{r, cols};
+      std::vector<int64_t> shape =
+          transpose ? std::vector<int64_t>{cols, r} : std::vector<int64_t>{r, cols};
       ORCA_ASSIGN_OR_RETURN(const HostTensorView* v, ckpt_.Get(name, shape));
       views.push_back(v);
       rows += r;
@@ -101,7 +102,8 @@ class WeightUploader {
   ModelWeights& out_;
 };
 
-absl::Status LoadLlama(const ModelConfig& c, const Checkpoint& ckpt, WeightUploader& up, ModelWeights& w) {
+absl::Status LoadLlama(const ModelConfig& c, const Checkpoint& ckpt, WeightUploader& up,
+                       ModelWeights& w) {
   const int64_t h = c.hidden_size, i = c.intermediate_size;
   const int64_t q = int64_t{c.num_heads} * c.head_dim, kv = int64_t{c.num_kv_heads} * c.head_dim;
   ORCA_ASSIGN_OR_RETURN(w.embed, up.One("model.embed_tokens.weight", c.vocab_size, h));
@@ -129,17 +131,20 @@ absl::Status LoadLlama(const ModelConfig& c, const Checkpoint& ckpt, WeightUploa
     if (c.out_proj_bias) {
       ORCA_ASSIGN_OR_RETURN(L.out_proj_bias, up.Vector(p + "self_attn.o_proj.bias", h));
     }
-    ORCA_ASSIGN_OR_RETURN(L.up, up.Rows({{p + "mlp.gate_proj.weight", i}, {p + "mlp.up_proj.weight", i}}, h));
+    ORCA_ASSIGN_OR_RETURN(
+        L.up, up.Rows({{p + "mlp.gate_proj.weight", i}, {p + "mlp.up_proj.weight", i}}, h));
     ORCA_ASSIGN_OR_RETURN(L.down, up.One(p + "mlp.down_proj.weight", h, i));
     if (c.mlp_bias) {
-      ORCA_ASSIGN_OR_RETURN(L.up_bias, up.Vectors({{p + "mlp.gate_proj.bias", i}, {p + "mlp.up_proj.bias", i}}));
+      ORCA_ASSIGN_OR_RETURN(
+          L.up_bias, up.Vectors({{p + "mlp.gate_proj.bias", i}, {p + "mlp.up_proj.bias", i}}));
       ORCA_ASSIGN_OR_RETURN(L.down_bias, up.Vector(p + "mlp.down_proj.bias", h));
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status LoadGpt2(const ModelConfig& c, const Checkpoint& ckpt, WeightUploader& up, ModelWeights& w) {
+absl::Status LoadGpt2(const ModelConfig& c, const Checkpoint& ckpt, WeightUploader& up,
+                      ModelWeights& w) {
   const int64_t h = c.hidden_size, i = c.intermediate_size;
   // Hugging Face GPT-2 checkpoints name tensors with or without the "transformer." prefix.
   const std::string t = ckpt.Has("transformer.wte.weight") ? "transformer." : "";
@@ -157,7 +162,8 @@ absl::Status LoadGpt2(const ModelConfig& c, const Checkpoint& ckpt, WeightUpload
     LayerWeights& L = w.layers[l];
     ORCA_ASSIGN_OR_RETURN(L.attn_norm, up.Vector(p + "ln_1.weight", h));
     ORCA_ASSIGN_OR_RETURN(L.attn_norm_bias, up.Vector(p + "ln_1.bias", h));
-    ORCA_ASSIGN_OR_RETURN(L.qkv, up.Rows({{p + "attn.c_attn.weight", 3 * h}}, h, /*transpose=*/true));
+    ORCA_ASSIGN_OR_RETURN(L.qkv,
+                          up.Rows({{p + "attn.c_attn.weight", 3 * h}}, h, /*transpose=*/true));
     ORCA_ASSIGN_OR_RETURN(L.qkv_bias, up.Vector(p + "attn.c_attn.bias", 3 * h));
     ORCA_ASSIGN_OR_RETURN(L.out_proj, up.Rows({{p + "attn.c_proj.weight", h}}, h, true));
     ORCA_ASSIGN_OR_RETURN(L.out_proj_bias, up.Vector(p + "attn.c_proj.bias", h));

@@ -26,10 +26,10 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  Tensor embed;          // [vocab, hidden]
-  Tensor pos_embed;      // GPT-2 only: [max_positions, hidden]
+  Tensor embed;      // [vocab, hidden]
+  Tensor pos_embed;  // GPT-2 only: [max_positions, hidden]
   Tensor final_norm, final_norm_bias;
-  Tensor lm_head;        // [vocab, hidden]; aliases embed when tied
+  Tensor lm_head;  // [vocab, hidden]; aliases embed when tied
   std::vector<LayerWeights> layers;
   std::vector<std::unique_ptr<DeviceBuffer>> storage;
   size_t bytes = 0;

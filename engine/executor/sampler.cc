@@ -41,7 +41,8 @@ SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq)
   }
   if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
     std::vector<int32_t> counts;
-    const size_t start = std::min(seq.penalty_history.size(), static_cast<size_t>(std::max(0, seq.penalty_prompt_len)));
+    const size_t start = std::min(seq.penalty_history.size(),
+                                  static_cast<size_t>(std::max(0, seq.penalty_prompt_len)));
     std::vector<int32_t> out(seq.penalty_history.begin() + start, seq.penalty_history.end());
     std::sort(out.begin(), out.end());
     for (size_t i = 0; i < out.size();) {

@@ -68,7 +68,8 @@ int32_t KvBlockPool::LookupCached(uint64_t hash, absl::Span<const int32_t> token
   if (it == by_hash_.end()) return -1;
   int32_t b = it->second;
   CachedBlock& c = cached_[b];
-  if (c.tokens.size() != tokens.size() || !std::equal(tokens.begin(), tokens.end(), c.tokens.begin())) {
+  if (c.tokens.size() != tokens.size() ||
+      !std::equal(tokens.begin(), tokens.end(), c.tokens.begin())) {
     return -1;  // a hash collision: treat as a miss
   }
   if (c.parked) {

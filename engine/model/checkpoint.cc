@@ -22,16 +22,19 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& 
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") ||
         !j["weight_map"].is_object()) {
-      return absl::DataLossError(absl::StrCat(index_path, ": expected an object with 'weight_map'"));
+      return absl::DataLossError(
+          absl::StrCat(index_path, ": expected an object with 'weight_map'"));
     }
     std::set<std::string> unique;
     for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
       if (!it.value().is_string()) {
-        return absl::DataLossError(absl::StrCat(index_path, ": weight_map['", it.key(), "'] is not a file name"));
+        return absl::DataLossError(
+            absl::StrCat(index_path, ": weight_map['", it.key(), "'] is not a file name"));
       }
       std::string file = it.value().get<std::string>();
       if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..") {
-        return absl::DataLossError(absl::StrCat(index_path, ": shard name '", file, "' is not a plain file name"));
+        return absl::DataLossError(
+            absl::StrCat(index_path, ": shard name '", file, "' is not a plain file name"));
       }
       weight_map[it.key()] = file;
       unique.insert(file);
@@ -41,8 +44,9 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& 
     shard_names.push_back("model.safetensors");
   } else {
     return absl::NotFoundError(absl::StrCat(
-        dir, ": no model.safetensors or model.safetensors.index.json (only safetensors checkpoints "
-             "are supported)"));
+        dir,
+        ": no model.safetensors or model.safetensors.index.json (only safetensors checkpoints "
+        "are supported)"));
   }
   for (const std::string& shard : shard_names) {
     ORCA_ASSIGN_OR_RETURN(auto file, SafetensorsFile::Open(JoinPath(dir, shard)));
@@ -52,8 +56,8 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& 
         if (it == weight_map.end() || it->second != shard) continue;  // index decides
       }
       if (ckpt->tensors_.count(name)) {
-        return absl::DataLossError(absl::StrCat(file->path(), ": tensor '", name, "' also appears in ",
-                                                ckpt->owner_[name]->path()));
+        return absl::DataLossError(absl::StrCat(file->path(), ": tensor '", name,
+                                                "' also appears in ", ckpt->owner_[name]->path()));
       }
       ckpt->tensors_[name] = &view;
       ckpt->owner_[name] = file.get();
@@ -62,8 +66,8 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& 
   }
   for (const auto& [name, shard] : weight_map) {
     if (!ckpt->tensors_.count(name)) {
-      return absl::DataLossError(absl::StrCat(index_path, ": tensor '", name, "' is listed for ", shard,
-                                              " but that file does not contain it"));
+      return absl::DataLossError(absl::StrCat(index_path, ": tensor '", name, "' is listed for ",
+                                              shard, " but that file does not contain it"));
     }
   }
   return ckpt;
@@ -86,7 +90,8 @@ absl::StatusOr<const HostTensorView*> Checkpoint::Get(const std::string& name,
   const HostTensorView* t = it->second;
   const std::string& file = owner_.at(name)->path();
   if (!t->float_dtype) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ": tensor '", name, "' has dtype ", t->dtype_name,
+    return absl::InvalidArgumentError(absl::StrCat(file, ": tensor '", name, "' has dtype ",
+                                                   t->dtype_name,
                                                    "; weights must be F32, F16 or BF16"));
   }
   if (t->shape != shape) {

@@ -20,11 +20,13 @@ absl::StatusOr<int64_t> GetInt(const json& j, const char* key, int64_t fallback,
     return absl::InvalidArgumentError(absl::StrCat(source, ": missing field '", key, "'"));
   }
   if (!it->is_number_integer()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": field '", key, "' must be an integer"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": field '", key, "' must be an integer"));
   }
   int64_t v = it->get<int64_t>();
   if (v < 0 || v > (int64_t{1} << 31)) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": field '", key, "' out of range: ", v));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": field '", key, "' out of range: ", v));
   }
   return v;
 }
@@ -94,8 +96,8 @@ absl::Status ParseLlama(const json& j, const std::string& src, ModelConfig& c) {
   c.mlp_bias = GetBool(j, "mlp_bias", false);
   if (j.contains("hidden_act") && j["hidden_act"].is_string()) c.hidden_act = j["hidden_act"];
   if (c.hidden_act != "silu") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(src, ": hidden_act '", c.hidden_act, "' is not supported for ", c.architecture));
+    return absl::InvalidArgumentError(absl::StrCat(src, ": hidden_act '", c.hidden_act,
+                                                   "' is not supported for ", c.architecture));
   }
   auto rs = j.find("rope_scaling");
   if (rs != j.end() && !rs->is_null()) {
@@ -159,7 +161,8 @@ absl::Status Validate(const ModelConfig& c, const std::string& src) {
 
 }  // namespace
 
-absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source) {
+absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
+                                             const std::string& source) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not a JSON object"));
@@ -170,8 +173,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const
     c.architecture = (*arch)[0].get<std::string>();
   } else if (j.contains("model_type") && j["model_type"].is_string()) {
     std::string mt = j["model_type"];
-    c.architecture = mt == "gpt2" ? "GPT2LMHeadModel" : mt == "qwen2" ? "Qwen2ForCausalLM"
-                                                                      : "LlamaForCausalLM";
+    c.architecture = mt == "gpt2"    ? "GPT2LMHeadModel"
+                     : mt == "qwen2" ? "Qwen2ForCausalLM"
+                                     : "LlamaForCausalLM";
   } else {
     return absl::InvalidArgumentError(absl::StrCat(source, ": no 'architectures' field"));
   }
@@ -223,9 +227,12 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   json j;
   j["architectures"] = {c.architecture};
   j["vocab_size"] = c.vocab_size;
-  j["torch_dtype"] = c.dtype == DType::kF32 ? "float32" : c.dtype == DType::kF16 ? "float16" : "bfloat16";
+  j["torch_dtype"] = c.dtype == DType::kF32   ? "float32"
+                     : c.dtype == DType::kF16 ? "float16"
+                                              : "bfloat16";
   if (!c.eos_token_ids.empty()) {
-    j["eos_token_id"] = c.eos_token_ids.size() == 1 ? json(c.eos_token_ids[0]) : json(c.eos_token_ids);
+    j["eos_token_id"] =
+        c.eos_token_ids.size() == 1 ? json(c.eos_token_ids[0]) : json(c.eos_token_ids);
   }
   if (c.bos_token_id >= 0) j["bos_token_id"] = c.bos_token_id;
   if (c.family == ModelFamily::kGpt2) {

@@ -27,9 +27,9 @@ struct ModelConfig {
   float norm_eps = 1e-5f;
   double rope_theta = 10000.0;
   bool tie_word_embeddings = false;
-  bool qkv_bias = false;       // Qwen2, GPT-2, Llama with attention_bias
-  bool out_proj_bias = false;  // GPT-2, Llama with attention_bias
-  bool mlp_bias = false;       // GPT-2, Llama with mlp_bias
+  bool qkv_bias = false;            // Qwen2, GPT-2, Llama with attention_bias
+  bool out_proj_bias = false;       // GPT-2, Llama with attention_bias
+  bool mlp_bias = false;            // GPT-2, Llama with mlp_bias
   std::string hidden_act = "silu";  // silu | gelu_new | gelu | gelu_pytorch_tanh
   DType dtype = DType::kF32;        // torch_dtype
   std::vector<int32_t> eos_token_ids;
@@ -37,7 +37,8 @@ struct ModelConfig {
 };
 
 // Parses config.json text. `source` names the file in errors.
-absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source);
+absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
+                                             const std::string& source);
 
 // Reads DIR/config.json and, when present, DIR/generation_config.json (whose
 // eos_token_id, int or list, overrides config.json's).

@@ -77,20 +77,22 @@ class Rng {
 
 }  // namespace
 
-std::vector<std::string> PresetNames() { return {"tiny", "llama-110m", "llama-1b", "gpt2-tiny", "gpt2"}; }
+std::vector<std::string> PresetNames() {
+  return {"tiny", "llama-110m", "llama-1b", "gpt2-tiny", "gpt2"};
+}
 
 absl::StatusOr<ModelConfig> PresetConfig(const std::string& preset) {
   if (preset == "tiny") return Llama(64, 172, 2, 4, 2, 512, 512);
   if (preset == "llama-110m") return Llama(768, 2048, 12, 12, 12, 32000, 1024);  // stories110M
-  if (preset == "llama-1b") {                                                   // TinyLlama-1.1B
+  if (preset == "llama-1b") {                                                    // TinyLlama-1.1B
     ModelConfig c = Llama(2048, 5632, 22, 32, 4, 32000, 2048);
     c.dtype = DType::kBF16;
     return c;
   }
   if (preset == "gpt2-tiny") return Gpt2(64, 2, 4, 512, 256);
   if (preset == "gpt2") return Gpt2(768, 12, 12, 50257, 1024);
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown preset '", preset, "' (known: ", absl::StrJoin(PresetNames(), ", "), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown preset '", preset, "' (known: ", absl::StrJoin(PresetNames(), ", "), ")"));
 }
 
 absl::Status WriteRandomCheckpoint(const ModelConfig& c, const std::string& dir, uint64_t seed) {

@@ -19,6 +19,7 @@ std::vector<std::string> PresetNames();
 
 // Writes a checkpoint of `config` with weights drawn from a seeded distribution
 // (normal-like, std 0.02; norm weights 1) in `config.dtype`, into `dir` (created).
-absl::Status WriteRandomCheckpoint(const ModelConfig& config, const std::string& dir, uint64_t seed);
+absl::Status WriteRandomCheckpoint(const ModelConfig& config, const std::string& dir,
+                                   uint64_t seed);
 
 }  // namespace orca

@@ -28,7 +28,8 @@ absl::Status Corrupt(const std::string& path, const std::string& what) {
 
 // Sizes of the non-float dtypes safetensors defines (0 = unknown).
 uint64_t OtherDTypeSize(const std::string& name) {
-  if (name == "BOOL" || name == "U8" || name == "I8" || name == "F8_E4M3" || name == "F8_E5M2") return 1;
+  if (name == "BOOL" || name == "U8" || name == "I8" || name == "F8_E4M3" || name == "F8_E5M2")
+    return 1;
   if (name == "I16" || name == "U16") return 2;
   if (name == "I32" || name == "U32") return 4;
   if (name == "I64" || name == "U64" || name == "F64") return 8;
@@ -67,7 +68,8 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std
   size_t size = static_cast<size_t>(st.st_size);
   if (size < 8) {
     ::close(fd);
-    return Corrupt(path, absl::StrCat("file is truncated (", size, " bytes; a safetensors file "
+    return Corrupt(path, absl::StrCat("file is truncated (", size,
+                                      " bytes; a safetensors file "
                                       "starts with an 8-byte header length)"));
   }
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -169,7 +171,8 @@ void SafetensorsWriter::Add(const std::string& name, DType dtype, std::vector<in
                             const void* data) {
   size_t n = 1;
   for (int64_t d : shape) n *= static_cast<size_t>(d);
-  Entry e{name, dtype, std::move(shape), std::string(static_cast<const char*>(data), n * DTypeSize(dtype))};
+  Entry e{name, dtype, std::move(shape),
+          std::string(static_cast<const char*>(data), n * DTypeSize(dtype))};
   entries_.push_back(std::move(e));
 }
 
@@ -198,7 +201,8 @@ absl::Status SafetensorsWriter::Write(const std::string& path) const {
   uint64_t len = h.size();
   out.write(reinterpret_cast<const char*>(&len), 8);
   out.write(h.data(), static_cast<std::streamsize>(h.size()));
-  for (const Entry& e : entries_) out.write(e.bytes.data(), static_cast<std::streamsize>(e.bytes.size()));
+  for (const Entry& e : entries_)
+    out.write(e.bytes.data(), static_cast<std::streamsize>(e.bytes.size()));
   out.close();
   if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {

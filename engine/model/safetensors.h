@@ -20,9 +20,9 @@ namespace orca {
 // A tensor inside a mapped file (or any host memory). Does not own `data`.
 struct HostTensorView {
   std::string name;
-  std::string dtype_name;      // as in the file: "F32", "BF16", "I64", ...
-  bool float_dtype = false;    // true when dtype_name is F32, F16 or BF16
-  DType dtype = DType::kF32;   // meaningful only when float_dtype
+  std::string dtype_name;     // as in the file: "F32", "BF16", "I64", ...
+  bool float_dtype = false;   // true when dtype_name is F32, F16 or BF16
+  DType dtype = DType::kF32;  // meaningful only when float_dtype
   std::vector<int64_t> shape;
   const void* data = nullptr;
   size_t nbytes = 0;

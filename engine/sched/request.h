@@ -23,15 +23,15 @@ struct Request {
   std::vector<int32_t> prompt_tokens;
   std::vector<int32_t> output_tokens;
   SamplingParams sampling;
-  int32_t max_tokens = 16;   // new tokens at most
-  int32_t min_tokens = 0;    // stop tokens are banned until this many are generated
+  int32_t max_tokens = 16;              // new tokens at most
+  int32_t min_tokens = 0;               // stop tokens are banned until this many are generated
   std::vector<int32_t> stop_token_ids;  // EOS ids (unless ignore_eos) and user stop ids
-  double arrival_time = 0;   // seconds, any monotonic clock
+  double arrival_time = 0;              // seconds, any monotonic clock
 
   // Scheduling state.
   RequestStatus status = RequestStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;
-  int32_t num_computed_tokens = 0;  // tokens whose KV is in the cache
+  int32_t num_computed_tokens = 0;       // tokens whose KV is in the cache
   int32_t num_cached_prompt_tokens = 0;  // of those, found in the prefix cache
   BlockTable blocks;
   int64_t admit_order = -1;  // admission counter; newest is preempted first
@@ -41,7 +41,9 @@ struct Request {
   int32_t num_registered_blocks = 0;
   double first_scheduled_time = -1;
 
-  int32_t num_tokens() const { return static_cast<int32_t>(prompt_tokens.size() + output_tokens.size()); }
+  int32_t num_tokens() const {
+    return static_cast<int32_t>(prompt_tokens.size() + output_tokens.size());
+  }
   int32_t TokenAt(int32_t i) const {
     const int32_t p = static_cast<int32_t>(prompt_tokens.size());
     return i < p ? prompt_tokens[i] : output_tokens[i - p];

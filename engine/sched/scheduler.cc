@@ -37,16 +37,18 @@ absl::Status IterationScheduler::Add(std::unique_ptr<Request> request) {
   const int64_t total = static_cast<int64_t>(r.prompt_tokens.size()) + r.max_tokens;
   if (total > config_.max_model_len) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "This model's maximum context length is ", config_.max_model_len, " tokens. However, you requested ",
-        total, " tokens (", r.prompt_tokens.size(), " in the messages, ", r.max_tokens,
+        "This model's maximum context length is ", config_.max_model_len,
+        " tokens. However, you requested ", total, " tokens (", r.prompt_tokens.size(),
+        " in the messages, ", r.max_tokens,
         " in the completion). Please reduce the length of the messages or completion."));
   }
   if (pool_->BlocksFor(total) > pool_->num_blocks()) {
-    return absl::InvalidArgumentError(absl::StrCat("the request needs ", total,
-                                                   " tokens of KV cache but the whole cache holds ",
-                                                   int64_t{pool_->num_blocks()} * pool_->block_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request needs ", total, " tokens of KV cache but the whole cache holds ",
+                     int64_t{pool_->num_blocks()} * pool_->block_size()));
   }
-  if (requests_.count(r.id)) return absl::AlreadyExistsError(absl::StrCat("request ", r.id, " exists"));
+  if (requests_.count(r.id))
+    return absl::AlreadyExistsError(absl::StrCat("request ", r.id, " exists"));
   r.status = RequestStatus::kWaiting;
   waiting_.push_back(&r);
   requests_[r.id] = std::move(request);
@@ -117,7 +119,8 @@ void IterationScheduler::MatchPrefix(Request& r) {
     ++matched;
   }
   r.num_computed_tokens = matched * bs;
-  r.num_cached_prompt_tokens = std::min<int32_t>(matched * bs, static_cast<int32_t>(r.prompt_tokens.size()));
+  r.num_cached_prompt_tokens =
+      std::min<int32_t>(matched * bs, static_cast<int32_t>(r.prompt_tokens.size()));
   r.prefix_hash = h;
   r.num_registered_blocks = matched;
 }
@@ -125,7 +128,8 @@ void IterationScheduler::MatchPrefix(Request& r) {
 void IterationScheduler::RegisterFullBlocks(Request& r) {
   if (!config_.prefix_caching) return;
   const int32_t bs = pool_->block_size();
-  const int32_t full = std::min<int32_t>(r.num_computed_tokens / bs, static_cast<int32_t>(r.blocks.blocks().size()));
+  const int32_t full =
+      std::min<int32_t>(r.num_computed_tokens / bs, static_cast<int32_t>(r.blocks.blocks().size()));
   std::vector<int32_t> tokens(bs);
   for (int32_t i = r.num_registered_blocks; i < full; ++i) {
     for (int32_t j = 0; j < bs; ++j) tokens[j] = r.TokenAt(i * bs + j);
@@ -298,7 +302,8 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
   for (const ScheduledSequence& s : batch.plan.seqs) {
     const SampledToken* sample = nullptr;
     if (s.sample) {
-      if (k < result.tokens.size() && result.tokens[k].seq_id == s.seq_id) sample = &result.tokens[k];
+      if (k < result.tokens.size() && result.tokens[k].seq_id == s.seq_id)
+        sample = &result.tokens[k];
       ++k;
     }
     Request* r = Get(s.seq_id);
@@ -322,8 +327,8 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
     r->output_tokens.push_back(sample->token_id);
     u.new_tokens.push_back(sample->token_id);
     u.samples.push_back(*sample);
-    const bool is_stop = std::find(r->stop_token_ids.begin(), r->stop_token_ids.end(), sample->token_id) !=
-                         r->stop_token_ids.end();
+    const bool is_stop = std::find(r->stop_token_ids.begin(), r->stop_token_ids.end(),
+                                   sample->token_id) != r->stop_token_ids.end();
     const int32_t generated = static_cast<int32_t>(r->output_tokens.size());
     if (is_stop && generated > r->min_tokens - 1) {
       u.finish_reason = FinishReason::kStop;

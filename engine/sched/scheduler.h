@@ -28,14 +28,14 @@ enum class KvPolicy { kPaged, kReserve };
 enum class SchedulingPolicy { kIteration, kRequest };
 
 struct SchedulerConfig {
-  int32_t max_batch_size = 64;        // sequences per iteration
-  int32_t max_batched_tokens = 512;   // tokens per iteration
+  int32_t max_batch_size = 64;       // sequences per iteration
+  int32_t max_batched_tokens = 512;  // tokens per iteration
   bool chunked_prefill = true;
   KvPolicy kv_policy = KvPolicy::kPaged;
-  bool prefix_caching = true;         // paged only
+  bool prefix_caching = true;  // paged only
   SchedulingPolicy policy = SchedulingPolicy::kIteration;
-  int32_t max_inflight_batches = 1;   // pipeline stages
-  int32_t max_model_len = 2048;       // context length
+  int32_t max_inflight_batches = 1;  // pipeline stages
+  int32_t max_model_len = 2048;      // context length
 };
 
 // The plan of one iteration plus the bookkeeping Update() needs.
@@ -103,8 +103,8 @@ class IterationScheduler {
   SchedulerConfig config_;
   KvBlockPool* pool_;
   std::map<uint64_t, std::unique_ptr<Request>> requests_;
-  std::deque<Request*> waiting_;  // arrival order; preempted requests keep their place
-  std::vector<Request*> running_; // admission order
+  std::deque<Request*> waiting_;   // arrival order; preempted requests keep their place
+  std::vector<Request*> running_;  // admission order
   std::vector<std::unique_ptr<Request>> finished_;
   int64_t next_admit_order_ = 0;
   int32_t inflight_batches_ = 0;

@@ -9,7 +9,8 @@ std::string ApiError::ToJson() const {
                       {"type", type},
                       {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
                       {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)}};
-  return nlohmann::json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json{{"error", e}}.dump(-1, ' ', false,
+                                           nlohmann::json::error_handler_t::replace);
 }
 
 ApiError InvalidRequest(const std::string& message, const std::string& param) {

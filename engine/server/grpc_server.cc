@@ -14,24 +14,31 @@ namespace {
 
 using json = nlohmann::json;
 
-grpc::StatusCode ToGrpcCode(absl::StatusCode c) { return static_cast<grpc::StatusCode>(static_cast<int>(c)); }
+grpc::StatusCode ToGrpcCode(absl::StatusCode c) {
+  return static_cast<grpc::StatusCode>(static_cast<int>(c));
+}
 
-grpc::Status ToGrpc(const absl::Status& s) { return grpc::Status(ToGrpcCode(s.code()), std::string(s.message())); }
+grpc::Status ToGrpc(const absl::Status& s) {
+  return grpc::Status(ToGrpcCode(s.code()), std::string(s.message()));
+}
 
 // The equivalent /v1/completions body, so both APIs share one validator.
 json ToCompletionBody(const v1::GenerateRequest& r) {
   json j = json::object();
   if (!r.model().empty()) j["model"] = r.model();
   if (r.has_token_ids()) {
-    j["prompt"] = json(std::vector<int32_t>(r.token_ids().ids().begin(), r.token_ids().ids().end()));
+    j["prompt"] =
+        json(std::vector<int32_t>(r.token_ids().ids().begin(), r.token_ids().ids().end()));
   } else {
     j["prompt"] = r.text();
   }
   if (r.max_tokens() != 0) j["max_tokens"] = r.max_tokens();
   if (r.min_tokens() != 0) j["min_tokens"] = r.min_tokens();
-  if (r.stop_size() > 0) j["stop"] = json(std::vector<std::string>(r.stop().begin(), r.stop().end()));
+  if (r.stop_size() > 0)
+    j["stop"] = json(std::vector<std::string>(r.stop().begin(), r.stop().end()));
   if (r.stop_token_ids_size() > 0) {
-    j["stop_token_ids"] = json(std::vector<int32_t>(r.stop_token_ids().begin(), r.stop_token_ids().end()));
+    j["stop_token_ids"] =
+        json(std::vector<int32_t>(r.stop_token_ids().begin(), r.stop_token_ids().end()));
   }
   j["ignore_eos"] = r.ignore_eos();
   j["include_stop_str_in_output"] = r.include_stop_str_in_output();
@@ -65,25 +72,30 @@ v1::FinishReason ToProto(FinishReason r) {
 
 class GrpcServer::Service final : public v1::Inference::Service {
  public:
-  Service(Engine* engine, GrpcServerOptions options) : engine_(engine), options_(std::move(options)) {}
+  Service(Engine* engine, GrpcServerOptions options)
+      : engine_(engine), options_(std::move(options)) {}
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override {
     if (request->prompt_case() == v1::GenerateRequest::PROMPT_NOT_SET) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a prompt (text or token_ids) is required");
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "a prompt (text or token_ids) is required");
     }
     auto parsed = ParseOpenAiRequest(ToCompletionBody(*request).dump(), /*chat=*/false);
     if (!parsed.ok()) return ToGrpc(parsed.status());
     if (!parsed->model.empty() && parsed->model != options_.served_model_name) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("The model `", parsed->model, "` does not exist."));
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("The model `", parsed->model, "` does not exist."));
     }
     if (options_.ready && !options_.ready()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the serving group is not ready; retry shortly");
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "the serving group is not ready; retry shortly");
     }
     GenerateParams params = parsed->params;
-    params.prompt_tokens = parsed->prompt_ids[0].empty()
-                               ? engine_->tokenizer().Encode(parsed->prompt_texts[0], /*add_special_tokens=*/true)
-                               : parsed->prompt_ids[0];
+    params.prompt_tokens =
+        parsed->prompt_ids[0].empty()
+            ? engine_->tokenizer().Encode(parsed->prompt_texts[0], /*add_special_tokens=*/true)
+            : parsed->prompt_ids[0];
     static thread_local std::mt19937_64 seeder{std::random_device{}()};
     params.sampling.seed = parsed->seed ? *parsed->seed : seeder();
     auto stream = engine_->Submit(std::move(params));
@@ -98,7 +110,8 @@ class GrpcServer::Service final : public v1::Inference::Service {
         continue;
       }
       if (ev.finish_reason == FinishReason::kError) {
-        return grpc::Status(grpc::StatusCode::INTERNAL, ev.error.empty() ? "generation failed" : ev.error);
+        return grpc::Status(grpc::StatusCode::INTERNAL,
+                            ev.error.empty() ? "generation failed" : ev.error);
       }
       v1::GenerateResponse out;
       out.set_text(ev.text);
@@ -134,7 +147,8 @@ class GrpcServer::Service final : public v1::Inference::Service {
   GrpcServerOptions options_;
 };
 
-absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(Engine* engine, GrpcServerOptions options) {
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(Engine* engine,
+                                                              GrpcServerOptions options) {
   auto s = std::unique_ptr<GrpcServer>(new GrpcServer());
   const std::string address = options.address;
   s->service_ = std::make_unique<Service>(engine, std::move(options));

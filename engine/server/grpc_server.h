@@ -25,7 +25,8 @@ struct GrpcServerOptions {
 
 class GrpcServer {
  public:
-  static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(Engine* engine, GrpcServerOptions options);
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(Engine* engine,
+                                                           GrpcServerOptions options);
   ~GrpcServer();
   void Stop();
   int port() const { return port_; }

@@ -46,7 +46,9 @@ std::string RandomId(const char* prefix) {
 }
 
 int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // Per-request state shared by the handler and its stream provider.
@@ -77,7 +79,8 @@ struct Generation {
     if (ev.finished) {
       c.finished = true;
       c.finish_reason = ev.finish_reason;
-      if (ev.finish_reason == FinishReason::kError) *error = ev.error.empty() ? "generation failed" : ev.error;
+      if (ev.finish_reason == FinishReason::kError)
+        *error = ev.error.empty() ? "generation failed" : ev.error;
     }
     return {from, c.samples.size()};
   }
@@ -96,7 +99,8 @@ bool WriteEvent(httplib::DataSink& sink, const std::string& data) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine, HttpServerOptions options) {
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine,
+                                                               HttpServerOptions options) {
   auto s = std::unique_ptr<HttpServer>(new HttpServer());
   s->engine_ = engine;
   s->options_ = std::move(options);
@@ -131,13 +135,15 @@ absl::Status HttpServer::Start() {
     port_ = server_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
   }
   if (port_ <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.host, ":", options_.port));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options_.host, ":", options_.port));
   }
   if (listen_fd->load() >= 0 && ::listen(listen_fd->load(), kListenBacklog) != 0) {
     ORCA_LOG(WARNING) << "could not raise the listen backlog: " << std::strerror(errno);
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
-  ORCA_LOG(INFO) << "HTTP API on " << options_.host << ":" << port_ << " serving '" << options_.served_model_name << "'";
+  ORCA_LOG(INFO) << "HTTP API on " << options_.host << ":" << port_ << " serving '"
+                 << options_.served_model_name << "'";
   return absl::OkStatus();
 }
 
@@ -180,13 +186,14 @@ void HttpServer::Routes() {
     }
     res.set_content(e.ToJson(), "application/json");
   });
-  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    ApiError e;
-    e.http_status = 500;
-    e.type = "internal_error";
-    e.message = "internal error";
-    SendError(res, e);
-  });
+  srv.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        ApiError e;
+        e.http_status = 500;
+        e.type = "internal_error";
+        e.message = "internal error";
+        SendError(res, e);
+      });
 
   srv.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
@@ -194,22 +201,22 @@ void HttpServer::Routes() {
   srv.Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
     bool ready = !options_.ready || options_.ready();
     res.status = ready ? 200 : 503;
-    res.set_content(ready ? R"({"status":"ready"})" : R"({"status":"not ready"})", "application/json");
+    res.set_content(ready ? R"({"status":"ready"})" : R"({"status":"not ready"})",
+                    "application/json");
   });
   srv.Get("/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(json{{"version", ORCA_VERSION_STRING}}.dump(), "application/json");
   });
   srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(options_.metrics_text ? options_.metrics_text() : "", "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(options_.metrics_text ? options_.metrics_text() : "",
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
   srv.Get("/v1/models", [this, model_name](const httplib::Request&, httplib::Response& res) {
-    json m = {{"id", model_name},
-              {"object", "model"},
-              {"created", UnixNow()},
-              {"owned_by", "orca"},
-              {"root", model_name},
-              {"max_model_len", engine_->max_model_len()}};
-    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(), "application/json");
+    json m = {{"id", model_name},     {"object", "model"},
+              {"created", UnixNow()}, {"owned_by", "orca"},
+              {"root", model_name},   {"max_model_len", engine_->max_model_len()}};
+    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(),
+                    "application/json");
   });
 
   auto check_model = [model_name](const std::string& m) -> absl::Status {
@@ -231,14 +238,16 @@ void HttpServer::Routes() {
     ctx["eos_token"] = tok.eos_id() ? tok.IdToToken(*tok.eos_id()) : "";
     auto text = options_.render_chat(ctx);
     if (!text.ok()) {
-      absl::Status s = absl::InvalidArgumentError(absl::StrCat("chat template: ", text.status().message()));
+      absl::Status s =
+          absl::InvalidArgumentError(absl::StrCat("chat template: ", text.status().message()));
       s.SetPayload(kParamPayload, absl::Cord("messages"));
       return s;
     }
     return text;
   };
 
-  srv.Post("/tokenize", [this, check_model, render_chat](const httplib::Request& req, httplib::Response& res) {
+  srv.Post("/tokenize", [this, check_model, render_chat](const httplib::Request& req,
+                                                         httplib::Response& res) {
     auto t = ParseTokenizeRequest(req.body);
     if (!t.ok()) return SendError(res, ErrorFrom(t.status()));
     if (auto s = check_model(t->model); !s.ok()) return SendError(res, ErrorFrom(s));
@@ -250,8 +259,10 @@ void HttpServer::Routes() {
     } else {
       ids = engine_->tokenizer().Encode(t->prompt, t->add_special_tokens);
     }
-    res.set_content(json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine_->max_model_len()}}.dump(),
-                    "application/json");
+    res.set_content(
+        json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine_->max_model_len()}}
+            .dump(),
+        "application/json");
   });
   srv.Post("/detokenize", [this, check_model](const httplib::Request& req, httplib::Response& res) {
     std::string model;
@@ -260,10 +271,13 @@ void HttpServer::Routes() {
     if (auto s = check_model(model); !s.ok()) return SendError(res, ErrorFrom(s));
     for (int32_t t : *ids) {
       if (t >= engine_->model_config().vocab_size) {
-        return SendError(res, InvalidRequest(absl::StrCat("token id ", t, " is outside the vocabulary"), "tokens"));
+        return SendError(
+            res,
+            InvalidRequest(absl::StrCat("token id ", t, " is outside the vocabulary"), "tokens"));
       }
     }
-    res.set_content(Dump(json{{"prompt", engine_->tokenizer().Decode(*ids, false)}}), "application/json");
+    res.set_content(Dump(json{{"prompt", engine_->tokenizer().Decode(*ids, false)}}),
+                    "application/json");
   });
 
   auto generate = [this, check_model, render_chat, model_name](bool chat) {
@@ -273,10 +287,15 @@ void HttpServer::Routes() {
       OpenAiRequest& r = *parsed;
       if (auto s = check_model(r.model); !s.ok()) return SendError(res, ErrorFrom(s));
       if (r.echo && r.logprobs >= 0) {
-        return SendError(res, InvalidRequest("'echo' together with 'logprobs' (prompt logprobs) is not supported yet", "echo"));
+        return SendError(
+            res,
+            InvalidRequest("'echo' together with 'logprobs' (prompt logprobs) is not supported yet",
+                           "echo"));
       }
       if (options_.ready && !options_.ready()) {
-        return SendError(res, FromStatus(absl::UnavailableError("the serving group is not ready; retry shortly")));
+        return SendError(
+            res,
+            FromStatus(absl::UnavailableError("the serving group is not ready; retry shortly")));
       }
       const Tokenizer& tok = engine_->tokenizer();
       std::vector<std::vector<int32_t>> prompts;
@@ -349,7 +368,8 @@ void HttpServer::Routes() {
           e.message = error;
           return SendError(res, e);
         }
-        res.set_content(Dump(FullResponse(gen->ctx, gen->choices, gen->echo_prefix)), "application/json");
+        res.set_content(Dump(FullResponse(gen->ctx, gen->choices, gen->echo_prefix)),
+                        "application/json");
         return;
       }
 
@@ -361,14 +381,16 @@ void HttpServer::Routes() {
           for (size_t i = 0; i < gen->choices.size(); ++i) {
             if (gen->started[i] || gen->echo_prefix[i].empty()) continue;
             gen->started[i] = true;
-            if (!WriteEvent(sink, Dump(StreamChunk(gen->ctx, gen->choices[i], gen->echo_prefix[i], 0, 0, true, false)))) {
+            if (!WriteEvent(sink, Dump(StreamChunk(gen->ctx, gen->choices[i], gen->echo_prefix[i],
+                                                   0, 0, true, false)))) {
               gen->AbortAll();
               return false;
             }
           }
         }
         while (!gen->AllFinished()) {
-          const absl::Duration wait = gen->streams.size() == 1 ? absl::Milliseconds(500) : absl::Milliseconds(5);
+          const absl::Duration wait =
+              gen->streams.size() == 1 ? absl::Milliseconds(500) : absl::Milliseconds(5);
           for (size_t i = 0; i < gen->streams.size(); ++i) {
             if (gen->choices[i].finished) continue;
             StreamEvent ev;
@@ -389,15 +411,18 @@ void HttpServer::Routes() {
             const bool first = !gen->started[i];
             if (ev.text.empty() && from == to && !c.finished && !first) continue;
             gen->started[i] = true;
-            bool ok = WriteEvent(sink, Dump(StreamChunk(gen->ctx, c, ev.text, from, to, first && gen->ctx.chat, false)));
-            if (ok && c.finished) ok = WriteEvent(sink, Dump(StreamChunk(gen->ctx, c, "", to, to, false, true)));
+            bool ok = WriteEvent(sink, Dump(StreamChunk(gen->ctx, c, ev.text, from, to,
+                                                        first && gen->ctx.chat, false)));
+            if (ok && c.finished)
+              ok = WriteEvent(sink, Dump(StreamChunk(gen->ctx, c, "", to, to, false, true)));
             if (!ok) {  // the client went away
               gen->AbortAll();
               return false;
             }
           }
         }
-        if (gen->include_usage && !WriteEvent(sink, Dump(UsageChunk(gen->ctx, gen->choices)))) return false;
+        if (gen->include_usage && !WriteEvent(sink, Dump(UsageChunk(gen->ctx, gen->choices))))
+          return false;
         WriteEvent(sink, "[DONE]");
         sink.done();
         return true;

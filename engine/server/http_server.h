@@ -28,11 +28,11 @@ namespace orca {
 
 struct HttpServerOptions {
   std::string host = "0.0.0.0";
-  int port = 8000;                       // 0 = pick a free port
+  int port = 8000;  // 0 = pick a free port
   std::string served_model_name;
-  std::string api_key;                   // empty: no authentication
-  size_t max_body_bytes = 8 << 20;       // larger bodies get 413
-  int num_threads = 512;                 // concurrent connections (each stream holds one)
+  std::string api_key;              // empty: no authentication
+  size_t max_body_bytes = 8 << 20;  // larger bodies get 413
+  int num_threads = 512;            // concurrent connections (each stream holds one)
   // Renders a chat-template context ({"messages", "add_generation_prompt", "bos_token",
   // "eos_token", ...}) to the prompt text; errors become 400s.
   std::function<absl::StatusOr<std::string>(const nlohmann::json&)> render_chat;
@@ -45,7 +45,8 @@ struct HttpServerOptions {
 class HttpServer {
  public:
   // `engine` must outlive the server.
-  static absl::StatusOr<std::unique_ptr<HttpServer>> Create(Engine* engine, HttpServerOptions options);
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Create(Engine* engine,
+                                                            HttpServerOptions options);
   ~HttpServer();
 
   // Binds and starts serving on a background thread.

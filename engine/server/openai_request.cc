@@ -51,7 +51,8 @@ class Fields {
     }
     double d = v->get<double>();
     if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
-      return Invalid(name, absl::StrCat("'", name, "' must be between ", lo, " and ", hi, ", got ", v->dump()));
+      return Invalid(name, absl::StrCat("'", name, "' must be between ", lo, " and ", hi, ", got ",
+                                        v->dump()));
     }
     *out = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
     return absl::OkStatus();
@@ -62,8 +63,9 @@ class Fields {
     if (!v->is_number()) return Invalid(name, absl::StrCat("'", name, "' must be a number"));
     double d = v->get<double>();
     if (!std::isfinite(d) || d < lo || d > hi || (lo_open && d == lo)) {
-      return Invalid(name, absl::StrCat("'", name, "' must be ", lo_open ? "greater than " : "between ", lo,
-                                        lo_open ? " and at most " : " and ", hi, ", got ", v->dump()));
+      return Invalid(
+          name, absl::StrCat("'", name, "' must be ", lo_open ? "greater than " : "between ", lo,
+                             lo_open ? " and at most " : " and ", hi, ", got ", v->dump()));
     }
     *out = static_cast<float>(d);
     return absl::OkStatus();
@@ -89,7 +91,8 @@ absl::Status ParsePrompt(const json& j, OpenAiRequest& r) {
   if (it == j.end() || it->is_null()) return Invalid("prompt", "'prompt' is required");
   const json& p = *it;
   auto add_text = [&](const json& s) -> absl::Status {
-    if (s.get_ref<const std::string&>().empty()) return Invalid("prompt", "'prompt' must not be empty");
+    if (s.get_ref<const std::string&>().empty())
+      return Invalid("prompt", "'prompt' must not be empty");
     r.prompt_texts.push_back(s.get<std::string>());
     r.prompt_ids.emplace_back();
     return absl::OkStatus();
@@ -104,7 +107,8 @@ absl::Status ParsePrompt(const json& j, OpenAiRequest& r) {
     r.prompt_ids.push_back(std::move(ids));
     return absl::OkStatus();
   }
-  if (p.size() > kMaxPrompts) return Invalid("prompt", absl::StrCat("at most ", kMaxPrompts, " prompts per request"));
+  if (p.size() > kMaxPrompts)
+    return Invalid("prompt", absl::StrCat("at most ", kMaxPrompts, " prompts per request"));
   for (const json& e : p) {
     if (e.is_string()) {
       ORCA_RETURN_IF_ERROR(add_text(e));
@@ -129,16 +133,20 @@ absl::Status ParseMessages(const json& j, OpenAiRequest& r) {
     std::string where = absl::StrCat("messages[", i, "]");
     if (!m.is_object()) return Invalid(where, absl::StrCat("'", where, "' must be an object"));
     auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) return Invalid(where + ".role", absl::StrCat("'", where, ".role' must be a string"));
+    if (role == m.end() || !role->is_string())
+      return Invalid(where + ".role", absl::StrCat("'", where, ".role' must be a string"));
     const std::string rs = role->get<std::string>();
-    if (rs != "system" && rs != "user" && rs != "assistant" && rs != "tool" && rs != "developer" && rs != "function") {
-      return Invalid(where + ".role", absl::StrCat("'", where, ".role' is '", rs,
-                                                   "'; expected system, developer, user, assistant or tool"));
+    if (rs != "system" && rs != "user" && rs != "assistant" && rs != "tool" && rs != "developer" &&
+        rs != "function") {
+      return Invalid(where + ".role",
+                     absl::StrCat("'", where, ".role' is '", rs,
+                                  "'; expected system, developer, user, assistant or tool"));
     }
     json msg = m;
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
-      if (rs != "assistant") return Invalid(where + ".content", absl::StrCat("'", where, ".content' is required"));
+      if (rs != "assistant")
+        return Invalid(where + ".content", absl::StrCat("'", where, ".content' is required"));
       msg["content"] = "";
     } else if (content->is_array()) {
       std::string text;
@@ -147,14 +155,16 @@ absl::Status ParseMessages(const json& j, OpenAiRequest& r) {
           return Invalid(where + ".content", "content parts must be objects with a 'type'");
         }
         if (part["type"] != "text" || !part.contains("text") || !part["text"].is_string()) {
-          return Invalid(where + ".content", absl::StrCat("content part type '", part["type"].get<std::string>(),
-                                                          "' is not supported (text only)"));
+          return Invalid(where + ".content",
+                         absl::StrCat("content part type '", part["type"].get<std::string>(),
+                                      "' is not supported (text only)"));
         }
         text += part["text"].get<std::string>();
       }
       msg["content"] = text;
     } else if (!content->is_string()) {
-      return Invalid(where + ".content", absl::StrCat("'", where, ".content' must be a string or an array of parts"));
+      return Invalid(where + ".content",
+                     absl::StrCat("'", where, ".content' must be a string or an array of parts"));
     }
     out.push_back(std::move(msg));
   }
@@ -181,7 +191,9 @@ absl::Status ParseStop(const json& j, OpenAiRequest& r) {
   }
   for (const auto& s : stops) {
     if (s.empty()) return Invalid("stop", "stop strings must not be empty");
-    if (s.size() > kMaxStopLength) return Invalid("stop", absl::StrCat("stop strings are limited to ", kMaxStopLength, " bytes"));
+    if (s.size() > kMaxStopLength)
+      return Invalid("stop",
+                     absl::StrCat("stop strings are limited to ", kMaxStopLength, " bytes"));
   }
   r.params.stop = std::move(stops);
   return absl::OkStatus();
@@ -203,7 +215,8 @@ absl::Status ParseSampling(const json& j, OpenAiRequest& r) {
   ORCA_RETURN_IF_ERROR(f.Int("seed", INT64_MIN, INT64_MAX, &v));
   if (v) r.seed = static_cast<uint64_t>(*v);
   if (const json* lb = f.Get("logit_bias")) {
-    if (!lb->is_object()) return Invalid("logit_bias", "'logit_bias' must be an object of token id -> bias");
+    if (!lb->is_object())
+      return Invalid("logit_bias", "'logit_bias' must be an object of token id -> bias");
     if (lb->size() > 300) return Invalid("logit_bias", "'logit_bias' may hold at most 300 entries");
     for (auto it = lb->begin(); it != lb->end(); ++it) {
       int64_t id = -1;
@@ -218,7 +231,8 @@ absl::Status ParseSampling(const json& j, OpenAiRequest& r) {
         return Invalid("logit_bias", "'logit_bias' keys must be token ids and values numbers");
       }
       double b = it.value().get<double>();
-      if (b < -100 || b > 100) return Invalid("logit_bias", "'logit_bias' values must be between -100 and 100");
+      if (b < -100 || b > 100)
+        return Invalid("logit_bias", "'logit_bias' values must be between -100 and 100");
       sp.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
     }
   }
@@ -242,7 +256,8 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
     ORCA_RETURN_IF_ERROR(ParseMessages(j, r));
     ORCA_RETURN_IF_ERROR(f.Bool("add_generation_prompt", &r.add_generation_prompt));
     if (const json* k = f.Get("chat_template_kwargs")) {
-      if (!k->is_object()) return Invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+      if (!k->is_object())
+        return Invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
       r.chat_template_kwargs = *k;
     }
   } else {
@@ -250,7 +265,8 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
     if (f.Get("suffix")) return Invalid("suffix", "'suffix' is not supported");
   }
   std::optional<int64_t> v;
-  const char* max_field = chat && f.Get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  const char* max_field =
+      chat && f.Get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   ORCA_RETURN_IF_ERROR(f.Int(max_field, 1, 1 << 24, &v));
   r.max_tokens_given = v.has_value();
   r.params.max_tokens = v ? static_cast<int32_t>(*v) : (chat ? -1 : 16);
@@ -269,14 +285,16 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
   ORCA_RETURN_IF_ERROR(f.Bool("stream", &r.stream));
   if (const json* so = f.Get("stream_options")) {
     if (!so->is_object()) return Invalid("stream_options", "'stream_options' must be an object");
-    if (!r.stream) return Invalid("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    if (!r.stream)
+      return Invalid("stream_options", "'stream_options' is only allowed when 'stream' is true");
     ORCA_RETURN_IF_ERROR(Fields(*so).Bool("include_usage", &r.include_usage));
   }
   ORCA_RETURN_IF_ERROR(f.Bool("ignore_eos", &r.params.ignore_eos));
   ORCA_RETURN_IF_ERROR(f.Bool("skip_special_tokens", &r.params.skip_special_tokens));
   ORCA_RETURN_IF_ERROR(f.Bool("include_stop_str_in_output", &r.params.include_stop_str_in_output));
   if (const json* ids = f.Get("stop_token_ids")) {
-    if (!ids->is_array() || ids->size() > 64) return Invalid("stop_token_ids", "'stop_token_ids' must be an array of at most 64 token ids");
+    if (!ids->is_array() || ids->size() > 64)
+      return Invalid("stop_token_ids", "'stop_token_ids' must be an array of at most 64 token ids");
     ORCA_ASSIGN_OR_RETURN(r.params.stop_token_ids, TokenIds(*ids, "stop_token_ids"));
   }
   ORCA_RETURN_IF_ERROR(ParseStop(j, r));
@@ -300,7 +318,8 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
 
 absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body) {
   json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Invalid("", "the request body must be a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return Invalid("", "the request body must be a JSON object");
   TokenizeRequest t;
   Fields f(j);
   if (const json* m = f.Get("model")) {
@@ -321,16 +340,19 @@ absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body) {
   return t;
 }
 
-absl::StatusOr<std::vector<int32_t>> ParseDetokenizeRequest(const std::string& body, std::string* model) {
+absl::StatusOr<std::vector<int32_t>> ParseDetokenizeRequest(const std::string& body,
+                                                            std::string* model) {
   json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Invalid("", "the request body must be a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return Invalid("", "the request body must be a JSON object");
   Fields f(j);
   if (const json* m = f.Get("model")) {
     if (!m->is_string()) return Invalid("model", "'model' must be a string");
     *model = m->get<std::string>();
   }
   const json* t = f.Get("tokens");
-  if (t == nullptr || !t->is_array()) return Invalid("tokens", "'tokens' must be an array of token ids");
+  if (t == nullptr || !t->is_array())
+    return Invalid("tokens", "'tokens' must be an array of token ids");
   return TokenIds(*t, "tokens");
 }
 

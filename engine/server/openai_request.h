@@ -28,19 +28,19 @@ struct OpenAiRequest {
   bool chat = false;
   std::string model;
   // Completions: one entry per prompt (text or token ids). Chat: messages instead.
-  std::vector<std::string> prompt_texts;           // "" for token-id prompts
-  std::vector<std::vector<int32_t>> prompt_ids;    // filled for token-id prompts
-  nlohmann::json messages;                          // chat: validated array
+  std::vector<std::string> prompt_texts;         // "" for token-id prompts
+  std::vector<std::vector<int32_t>> prompt_ids;  // filled for token-id prompts
+  nlohmann::json messages;                       // chat: validated array
   bool add_generation_prompt = true;
-  nlohmann::json chat_template_kwargs;              // extra template variables
+  nlohmann::json chat_template_kwargs;  // extra template variables
 
-  GenerateParams params;        // max_tokens may be unset (-1) for chat: fill at tokenize
+  GenerateParams params;  // max_tokens may be unset (-1) for chat: fill at tokenize
   bool max_tokens_given = false;
   int32_t n = 1;
   bool stream = false;
   bool include_usage = false;
   bool echo = false;
-  int32_t logprobs = -1;        // completions: N; chat: top_logprobs when logprobs=true
+  int32_t logprobs = -1;  // completions: N; chat: top_logprobs when logprobs=true
   std::optional<uint64_t> seed;
 };
 
@@ -56,6 +56,7 @@ struct TokenizeRequest {
   bool add_generation_prompt = true;
 };
 absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body);
-absl::StatusOr<std::vector<int32_t>> ParseDetokenizeRequest(const std::string& body, std::string* model);
+absl::StatusOr<std::vector<int32_t>> ParseDetokenizeRequest(const std::string& body,
+                                                            std::string* model);
 
 }  // namespace orca

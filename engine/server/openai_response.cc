@@ -37,7 +37,8 @@ json FinishReasonJson(const ChoiceState& c) {
   }
 }
 
-json LogprobsJson(const ResponseContext& ctx, const ChoiceState& c, size_t from, size_t to, size_t text_offset) {
+json LogprobsJson(const ResponseContext& ctx, const ChoiceState& c, size_t from, size_t to,
+                  size_t text_offset) {
   if (ctx.logprobs < 0) return nullptr;
   to = std::min(to, c.samples.size());
   if (ctx.chat) {
@@ -50,7 +51,10 @@ json LogprobsJson(const ResponseContext& ctx, const ChoiceState& c, size_t from,
         std::string t = TokenText(ctx, id);
         top.push_back({{"token", t}, {"logprob", Logprob(lp)}, {"bytes", Bytes(t)}});
       }
-      content.push_back({{"token", tok}, {"logprob", Logprob(s.logprob)}, {"bytes", Bytes(tok)}, {"top_logprobs", top}});
+      content.push_back({{"token", tok},
+                         {"logprob", Logprob(s.logprob)},
+                         {"bytes", Bytes(tok)},
+                         {"top_logprobs", top}});
     }
     return json{{"content", content}};
   }
@@ -68,7 +72,10 @@ json LogprobsJson(const ResponseContext& ctx, const ChoiceState& c, size_t from,
     offsets.push_back(offset);
     offset += tok.size();
   }
-  return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+  return json{{"tokens", tokens},
+              {"token_logprobs", lps},
+              {"top_logprobs", tops},
+              {"text_offset", offsets}};
 }
 
 json UsageJson(const std::vector<ChoiceState>& choices) {
@@ -105,16 +112,14 @@ json FullResponse(const ResponseContext& ctx, const std::vector<ChoiceState>& ch
                      {"finish_reason", FinishReasonJson(c)}});
     }
   }
-  return json{{"id", ctx.id},
-              {"object", ctx.chat ? "chat.completion" : "text_completion"},
-              {"created", ctx.created},
-              {"model", ctx.model},
-              {"choices", arr},
-              {"usage", UsageJson(choices)}};
+  return json{
+      {"id", ctx.id},           {"object", ctx.chat ? "chat.completion" : "text_completion"},
+      {"created", ctx.created}, {"model", ctx.model},
+      {"choices", arr},         {"usage", UsageJson(choices)}};
 }
 
-json StreamChunk(const ResponseContext& ctx, const ChoiceState& c, const std::string& text, size_t from, size_t to,
-                 bool first, bool with_finish) {
+json StreamChunk(const ResponseContext& ctx, const ChoiceState& c, const std::string& text,
+                 size_t from, size_t to, bool first, bool with_finish) {
   json choice;
   if (ctx.chat) {
     json delta = json::object();

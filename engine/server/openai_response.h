@@ -41,15 +41,16 @@ struct ResponseContext {
 nlohmann::json FinishReasonJson(const ChoiceState& c);
 
 // Logprobs object for tokens [from, to) of a choice, in the completions or chat shape.
-nlohmann::json LogprobsJson(const ResponseContext& ctx, const ChoiceState& c, size_t from, size_t to,
-                            size_t text_offset);
+nlohmann::json LogprobsJson(const ResponseContext& ctx, const ChoiceState& c, size_t from,
+                            size_t to, size_t text_offset);
 
 // The non-streamed response for all choices.
 nlohmann::json FullResponse(const ResponseContext& ctx, const std::vector<ChoiceState>& choices,
                             const std::vector<std::string>& echo_prefix);
 // One stream chunk carrying `text` (and tokens [from, to)) for choice `c`.
-nlohmann::json StreamChunk(const ResponseContext& ctx, const ChoiceState& c, const std::string& text,
-                           size_t from, size_t to, bool first, bool with_finish);
+nlohmann::json StreamChunk(const ResponseContext& ctx, const ChoiceState& c,
+                           const std::string& text, size_t from, size_t to, bool first,
+                           bool with_finish);
 // The final usage-only chunk (stream_options.include_usage).
 nlohmann::json UsageChunk(const ResponseContext& ctx, const std::vector<ChoiceState>& choices);
 nlohmann::json UsageJson(const std::vector<ChoiceState>& choices);

@@ -12,35 +12,48 @@ ServingMetrics::ServingMetrics(const std::string& model_name) {
     return &BuildCounter().Name(name).Help(help).Labels(model).Register(registry_).Add({});
   };
   auto histogram = [&](const char* name, const char* help, BucketBoundaries buckets) {
-    return &BuildHistogram().Name(name).Help(help).Labels(model).Register(registry_).Add({}, std::move(buckets));
+    return &BuildHistogram().Name(name).Help(help).Labels(model).Register(registry_).Add(
+        {}, std::move(buckets));
   };
-  const BucketBoundaries latency = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
-                                    1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
+  const BucketBoundaries latency = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
+                                    0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
   running_ = gauge("orca_num_requests_running", "Requests in the running batch set.");
   waiting_ = gauge("orca_num_requests_waiting", "Requests waiting to be admitted.");
   kv_usage_ = gauge("orca_kv_cache_usage_perc", "Fraction of KV cache blocks in use (0 to 1).");
-  preemptions_ = counter("orca_num_preemptions_total", "Requests preempted for KV cache space (recomputed later).");
+  preemptions_ = counter("orca_num_preemptions_total",
+                         "Requests preempted for KV cache space (recomputed later).");
   prompt_tokens_ = counter("orca_prompt_tokens_total", "Prompt tokens of finished requests.");
-  generation_tokens_ = counter("orca_generation_tokens_total", "Tokens generated and delivered to clients.");
-  prefix_hits_ = counter("orca_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache.");
+  generation_tokens_ =
+      counter("orca_generation_tokens_total", "Tokens generated and delivered to clients.");
+  prefix_hits_ =
+      counter("orca_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache.");
   success_ = &BuildCounter()
                   .Name("orca_request_success_total")
                   .Help("Finished requests by finish reason.")
                   .Labels(model)
                   .Register(registry_);
-  for (const char* r : {"stop", "length", "abort", "error"}) success_->Add({{"finished_reason", r}});
-  ttft_ = histogram("orca_time_to_first_token_seconds", "Time from arrival to the first token.", latency);
-  itl_ = histogram("orca_inter_token_latency_seconds", "Time between consecutive tokens of a request.", latency);
-  e2e_ = histogram("orca_e2e_request_latency_seconds", "Time from arrival to the last token.", latency);
-  queue_ = histogram("orca_request_queue_time_seconds", "Time from arrival to the first scheduled iteration.", latency);
+  for (const char* r : {"stop", "length", "abort", "error"})
+    success_->Add({{"finished_reason", r}});
+  ttft_ = histogram("orca_time_to_first_token_seconds", "Time from arrival to the first token.",
+                    latency);
+  itl_ = histogram("orca_inter_token_latency_seconds",
+                   "Time between consecutive tokens of a request.", latency);
+  e2e_ = histogram("orca_e2e_request_latency_seconds", "Time from arrival to the last token.",
+                   latency);
+  queue_ = histogram("orca_request_queue_time_seconds",
+                     "Time from arrival to the first scheduled iteration.", latency);
   iteration_tokens_ = histogram("orca_iteration_tokens", "Tokens per iteration (prefill + decode).",
                                 ExponentialBuckets(1, 2, 14));
-  iteration_duration_ = histogram("orca_iteration_duration_seconds", "Wall time of one iteration.", latency);
-  batch_size_ = histogram("orca_batch_size", "Sequences per iteration.", ExponentialBuckets(1, 2, 10));
-  overhead_ = histogram("orca_scheduler_overhead_seconds",
-                        "CPU time per iteration outside model execution (scheduling, detokenizing, streaming).",
-                        ExponentialBuckets(1e-6, 2, 24));
-  inflight_ = gauge("orca_pipeline_inflight_batches", "Batches in flight through the pipeline stages.");
+  iteration_duration_ =
+      histogram("orca_iteration_duration_seconds", "Wall time of one iteration.", latency);
+  batch_size_ =
+      histogram("orca_batch_size", "Sequences per iteration.", ExponentialBuckets(1, 2, 10));
+  overhead_ = histogram(
+      "orca_scheduler_overhead_seconds",
+      "CPU time per iteration outside model execution (scheduling, detokenizing, streaming).",
+      ExponentialBuckets(1e-6, 2, 24));
+  inflight_ =
+      gauge("orca_pipeline_inflight_batches", "Batches in flight through the pipeline stages.");
   ready_ = gauge("orca_group_ready", "1 when the serving group is complete and initialised.");
 }
 
@@ -51,9 +64,11 @@ std::string ServingMetrics::Scrape(const Engine& engine, bool ready) {
   kv_usage_->Set(s.kv_cache_usage);
   ready_->Set(ready ? 1 : 0);
   int64_t prev = seen_preemptions_.exchange(s.num_preemptions);
-  if (s.num_preemptions > prev) preemptions_->Increment(static_cast<double>(s.num_preemptions - prev));
+  if (s.num_preemptions > prev)
+    preemptions_->Increment(static_cast<double>(s.num_preemptions - prev));
   prev = seen_prefix_hits_.exchange(s.prefix_cache_hit_tokens);
-  if (s.prefix_cache_hit_tokens > prev) prefix_hits_->Increment(static_cast<double>(s.prefix_cache_hit_tokens - prev));
+  if (s.prefix_cache_hit_tokens > prev)
+    prefix_hits_->Increment(static_cast<double>(s.prefix_cache_hit_tokens - prev));
   return registry_.Serialize();
 }
 
@@ -73,7 +88,8 @@ void ServingMetrics::OnFirstToken(double ttft_s, double queue_s) {
 
 void ServingMetrics::OnToken(double inter_token_s) { itl_->Observe(inter_token_s); }
 
-void ServingMetrics::OnFinished(FinishReason reason, int32_t prompt_tokens, int32_t completion_tokens, double e2e_s) {
+void ServingMetrics::OnFinished(FinishReason reason, int32_t prompt_tokens,
+                                int32_t completion_tokens, double e2e_s) {
   prompt_tokens_->Increment(prompt_tokens);
   generation_tokens_->Increment(completion_tokens);
   e2e_->Observe(e2e_s);

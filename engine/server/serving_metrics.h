@@ -20,11 +20,12 @@ class ServingMetrics : public EngineObserver {
   // Returns the exposition text; refreshes the gauges from `engine` and `ready` first.
   std::string Scrape(const Engine& engine, bool ready);
 
-  void OnIteration(double duration_s, double scheduler_overhead_s, int32_t batch_size, int32_t num_tokens,
-                   int32_t inflight) override;
+  void OnIteration(double duration_s, double scheduler_overhead_s, int32_t batch_size,
+                   int32_t num_tokens, int32_t inflight) override;
   void OnFirstToken(double ttft_s, double queue_s) override;
   void OnToken(double inter_token_s) override;
-  void OnFinished(FinishReason reason, int32_t prompt_tokens, int32_t completion_tokens, double e2e_s) override;
+  void OnFinished(FinishReason reason, int32_t prompt_tokens, int32_t completion_tokens,
+                  double e2e_s) override;
 
  private:
   metrics::Registry registry_;

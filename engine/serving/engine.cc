@@ -49,10 +49,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     co.memory_fraction = options.memory_fraction;
     ORCA_ASSIGN_OR_RETURN(e->backend_, CreateCudaBackend(co));
 #else
-    return absl::FailedPreconditionError("this orca was built without CUDA (ORCA_WITH_CUDA=OFF or no toolkit)");
+    return absl::FailedPreconditionError(
+        "this orca was built without CUDA (ORCA_WITH_CUDA=OFF or no toolkit)");
 #endif
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown device '", options.device, "' (cpu or cuda)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown device '", options.device, "' (cpu or cuda)"));
   }
   ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model_dir));
   ModelRunnerOptions ro;
@@ -68,9 +70,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->pool_ = std::make_unique<KvBlockPool>(e->runner_->num_kv_blocks(), e->runner_->block_size());
   e->scheduler_ = std::make_unique<IterationScheduler>(sc, e->pool_.get());
   ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model_dir << ", weights "
-                 << e->runner_->weight_bytes() / (1 << 20) << " MiB, KV cache " << e->runner_->num_kv_blocks()
-                 << " blocks x " << e->runner_->block_size() << " tokens ("
-                 << e->runner_->kv_cache_bytes() / (1 << 20) << " MiB), context " << sc.max_model_len;
+                 << e->runner_->weight_bytes() / (1 << 20) << " MiB, KV cache "
+                 << e->runner_->num_kv_blocks() << " blocks x " << e->runner_->block_size()
+                 << " tokens (" << e->runner_->kv_cache_bytes() / (1 << 20) << " MiB), context "
+                 << sc.max_model_len;
   return e;
 }
 
@@ -105,21 +108,22 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
   if (params.prompt_tokens.empty()) return absl::InvalidArgumentError("the prompt is empty");
   for (int32_t t : params.prompt_tokens) {
     if (t < 0 || t >= c.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat("token id ", t, " is outside the vocabulary [0, ",
-                                                     c.vocab_size, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", t, " is outside the vocabulary [0, ", c.vocab_size, ")"));
     }
   }
   const int64_t total = static_cast<int64_t>(params.prompt_tokens.size()) + params.max_tokens;
   const int32_t max_len = options_.scheduler.max_model_len;
   if (total > max_len) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "This model's maximum context length is ", max_len, " tokens. However, you requested ", total,
-        " tokens (", params.prompt_tokens.size(), " in the prompt, ", params.max_tokens,
+        "This model's maximum context length is ", max_len, " tokens. However, you requested ",
+        total, " tokens (", params.prompt_tokens.size(), " in the prompt, ", params.max_tokens,
         " in the completion). Please reduce the length of the prompt or completion."));
   }
   if (pool_->BlocksFor(total) > pool_->num_blocks()) {
-    return absl::InvalidArgumentError(absl::StrCat("the request needs ", total, " tokens of KV cache; the cache holds ",
-                                                   int64_t{pool_->num_blocks()} * pool_->block_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request needs ", total, " tokens of KV cache; the cache holds ",
+                     int64_t{pool_->num_blocks()} * pool_->block_size()));
   }
   auto r = std::make_unique<Request>();
   auto live = std::make_unique<Live>();
@@ -132,18 +136,22 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
     r->stop_token_ids = c.eos_token_ids;
     if (auto eos = tokenizer_->eos_id()) r->stop_token_ids.push_back(*eos);
   }
-  r->stop_token_ids.insert(r->stop_token_ids.end(), params.stop_token_ids.begin(), params.stop_token_ids.end());
+  r->stop_token_ids.insert(r->stop_token_ids.end(), params.stop_token_ids.begin(),
+                           params.stop_token_ids.end());
   live->stop_token_ids = r->stop_token_ids;
   live->detok = std::make_unique<StreamingDetokenizer>(*tokenizer_, params.skip_special_tokens);
-  live->stop = std::make_unique<StopChecker>(std::move(params.stop), params.include_stop_str_in_output);
+  live->stop =
+      std::make_unique<StopChecker>(std::move(params.stop), params.include_stop_str_in_output);
   live->prompt_tokens = static_cast<int32_t>(r->prompt_tokens.size());
   live->arrival = r->arrival_time;
 
   absl::MutexLock lock(&mu_);
   if (stop_) return absl::UnavailableError("the engine is stopped");
-  if (snapshot_.num_waiting + static_cast<int32_t>(inbox_.size()) >= options_.max_waiting_requests) {
-    return absl::ResourceExhaustedError(absl::StrCat("the server is overloaded: ", options_.max_waiting_requests,
-                                                     " requests are already waiting"));
+  if (snapshot_.num_waiting + static_cast<int32_t>(inbox_.size()) >=
+      options_.max_waiting_requests) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the server is overloaded: ", options_.max_waiting_requests,
+                     " requests are already waiting"));
   }
   r->id = next_id_++;
   live->stream = std::make_shared<RequestStream>(r->id);
@@ -190,7 +198,8 @@ void Engine::FinishLive(uint64_t id, FinishReason reason, const std::string& err
   ev.cached_prompt_tokens = live.cached_prompt_tokens;
   for (auto& h : live.held) live.stream->Push(std::move(h));
   live.stream->Push(std::move(ev));
-  if (observer_) observer_->OnFinished(reason, live.prompt_tokens, live.completion_tokens, Now() - live.arrival);
+  if (observer_)
+    observer_->OnFinished(reason, live.prompt_tokens, live.completion_tokens, Now() - live.arrival);
   live_.erase(it);
 }
 
@@ -219,7 +228,8 @@ void Engine::Emit(Live& live, const RequestUpdate& u, double now) {
   if (observer_ && !ev.token_ids.empty()) {
     if (live.first_token < 0) {
       live.first_token = now;
-      observer_->OnFirstToken(now - live.arrival, std::max(0.0, live.first_scheduled - live.arrival));
+      observer_->OnFirstToken(now - live.arrival,
+                              std::max(0.0, live.first_scheduled - live.arrival));
     } else {
       observer_->OnToken(now - live.last_token);
     }
@@ -305,12 +315,14 @@ void Engine::Loop() {
     for (auto& r : scheduler_->TakeFinished()) {
       auto it = live_.find(r->id);
       if (it == live_.end()) continue;
-      if (options_.scheduler.policy == SchedulingPolicy::kRequest && scheduler_->num_running() > 0) continue;
+      if (options_.scheduler.policy == SchedulingPolicy::kRequest && scheduler_->num_running() > 0)
+        continue;
       if (it->second->done) {
         Live& live = *it->second;
         for (auto& h : live.held) live.stream->Push(std::move(h));
         if (observer_) {
-          observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens, t2 - live.arrival);
+          observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
+                                t2 - live.arrival);
         }
         live_.erase(it);
       } else {
@@ -326,7 +338,9 @@ void Engine::Loop() {
       for (uint64_t id : done) {
         Live& live = *live_[id];
         for (auto& h : live.held) live.stream->Push(std::move(h));
-        if (observer_) observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens, t2 - live.arrival);
+        if (observer_)
+          observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
+                                t2 - live.arrival);
         live_.erase(id);
       }
     }
@@ -339,8 +353,9 @@ void Engine::Loop() {
     snapshot_.prefix_cache_hit_tokens = scheduler_->num_prefix_cache_hit_tokens();
     snapshot_.iterations = iterations;
     if (observer_) {
-      observer_->OnIteration(t3 - t0, (t1 - t0) + (t3 - t2), static_cast<int32_t>(batch.plan.seqs.size()),
-                             static_cast<int32_t>(batch.plan.num_tokens()), scheduler_->num_inflight_batches() + 1);
+      observer_->OnIteration(
+          t3 - t0, (t1 - t0) + (t3 - t2), static_cast<int32_t>(batch.plan.seqs.size()),
+          static_cast<int32_t>(batch.plan.num_tokens()), scheduler_->num_inflight_batches() + 1);
     }
   }
 }

@@ -29,7 +29,7 @@ struct EngineOptions {
   std::string model_dir;
   SchedulerConfig scheduler;
   int32_t block_size = 16;
-  int32_t num_kv_blocks = 0;            // 0: from kv_cache_bytes
+  int32_t num_kv_blocks = 0;  // 0: from kv_cache_bytes
   size_t kv_cache_bytes = size_t{1} << 30;
   int32_t num_threads = 0;              // CPU backend threads; 0 = all cores
   std::string device = "cpu";           // cpu | cuda (when built with CUDA)
@@ -45,7 +45,7 @@ struct GenerateParams {
   int32_t min_tokens = 0;
   std::vector<int32_t> stop_token_ids;  // besides EOS
   bool ignore_eos = false;
-  std::vector<std::string> stop;        // stop strings
+  std::vector<std::string> stop;  // stop strings
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
 };

@@ -20,12 +20,12 @@
 namespace orca {
 
 struct StreamEvent {
-  std::vector<int32_t> token_ids;      // new tokens (stop tokens included)
-  std::vector<SampledToken> samples;   // aligned with token_ids (for logprobs)
-  std::string text;                    // new text safe to show
+  std::vector<int32_t> token_ids;     // new tokens (stop tokens included)
+  std::vector<SampledToken> samples;  // aligned with token_ids (for logprobs)
+  std::string text;                   // new text safe to show
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
-  std::string error;                   // when finish_reason == kError
+  std::string error;  // when finish_reason == kError
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_prompt_tokens = 0;

@@ -26,8 +26,8 @@ class StopChecker {
   std::vector<std::string> stops_;
   bool include_;
   size_t max_len_ = 0;
-  std::string text_;      // all generated text
-  size_t emitted_ = 0;    // bytes of text_ returned so far
+  std::string text_;    // all generated text
+  size_t emitted_ = 0;  // bytes of text_ returned so far
   bool stopped_ = false;
   std::string matched_;
 };

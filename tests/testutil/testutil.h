@@ -41,23 +41,23 @@ std::string ReferencePython();
 }  // namespace orca::testing
 
 // Sets `var` to the shared model directory NAME, or skips the test (fails under CI).
-#define ORCA_REQUIRE_SHARED_MODEL(var, name)                                              \
-  std::string var;                                                                        \
-  do {                                                                                    \
-    auto orca_dir_ = ::orca::testing::SharedModelDir(name);                               \
-    if (!orca_dir_) {                                                                     \
-      if (::orca::testing::InCi()) FAIL() << "../shared/models/" name " is missing in CI"; \
+#define ORCA_REQUIRE_SHARED_MODEL(var, name)                                                 \
+  std::string var;                                                                           \
+  do {                                                                                       \
+    auto orca_dir_ = ::orca::testing::SharedModelDir(name);                                  \
+    if (!orca_dir_) {                                                                        \
+      if (::orca::testing::InCi()) FAIL() << "../shared/models/" name " is missing in CI";   \
       GTEST_SKIP() << "../shared/models/" name " not found beside the repository; skipping"; \
-    }                                                                                     \
-    var = *orca_dir_;                                                                     \
+    }                                                                                        \
+    var = *orca_dir_;                                                                        \
   } while (0)
 
 // Skips (or fails under CI) when the PyTorch reference interpreter is unavailable.
-#define ORCA_REQUIRE_TORCH(var)                                                           \
-  std::string var = ::orca::testing::ReferencePython();                                   \
-  do {                                                                                    \
-    if (var.empty()) {                                                                    \
-      if (::orca::testing::InCi()) FAIL() << "python3 with torch is missing in CI";       \
+#define ORCA_REQUIRE_TORCH(var)                                                            \
+  std::string var = ::orca::testing::ReferencePython();                                    \
+  do {                                                                                     \
+    if (var.empty()) {                                                                     \
+      if (::orca::testing::InCi()) FAIL() << "python3 with torch is missing in CI";        \
       GTEST_SKIP() << "python3-torch not installed; skipping the PyTorch reference check"; \
-    }                                                                                     \
+    }                                                                                      \
   } while (0)

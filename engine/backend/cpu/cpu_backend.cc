@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -103,7 +103,8 @@ class CpuBackend : public Backend {
   }
 
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) override {
-    const int m = static_cast<int>(x.rows), k = static_cast<int>(x.cols), n = static_cast<int>(w.rows);
+    const int m = static_cast<int>(x.rows), k = static_cast<int>(x.cols),
+              n = static_cast<int>(w.rows);
     if (m == 0) return;
     float beta = 0.0f;
     const int lda = static_cast<int>(x.ld()), ldc = static_cast<int>(out.ld());
@@ -115,11 +116,13 @@ class CpuBackend : public Backend {
       return;
     }
     if (bias != nullptr) {
-      for (int i = 0; i < m; ++i) std::memcpy(out.f32() + int64_t{i} * ldc, bias->f32(), n * sizeof(float));
+      for (int i = 0; i < m; ++i)
+        std::memcpy(out.f32() + int64_t{i} * ldc, bias->f32(), n * sizeof(float));
       beta = 1.0f;
     }
     if (m == 1) {
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, w.f32(), k, x.f32(), 1, beta, out.f32(), 1);
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, w.f32(), k, x.f32(), 1, beta, out.f32(),
+                  1);
     } else {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.f32(), lda, w.f32(), k,
                   beta, out.f32(), ldc);
@@ -208,8 +211,10 @@ class CpuBackend : public Backend {
                Tensor v_cache) override {
     const int64_t w = k.cols;
     for (int64_t t = 0; t < k.rows; ++t) {
-      std::memcpy(k_cache.f32() + int64_t{slot_mapping[t]} * w, k.f32() + t * k.ld(), w * sizeof(float));
-      std::memcpy(v_cache.f32() + int64_t{slot_mapping[t]} * w, v.f32() + t * v.ld(), w * sizeof(float));
+      std::memcpy(k_cache.f32() + int64_t{slot_mapping[t]} * w, k.f32() + t * k.ld(),
+                  w * sizeof(float));
+      std::memcpy(v_cache.f32() + int64_t{slot_mapping[t]} * w, v.f32() + t * v.ld(),
+                  w * sizeof(float));
     }
   }
 
@@ -231,7 +236,8 @@ class CpuBackend : public Backend {
       const int32_t* table = batch.block_tables + int64_t{s} * batch.max_blocks_per_seq;
       std::vector<const float*> krow(kv_len), vrow(kv_len);
       for (int32_t j = 0; j < kv_len; ++j) {
-        int64_t slot = int64_t{table[j / shape.block_size]} * shape.block_size + j % shape.block_size;
+        int64_t slot =
+            int64_t{table[j / shape.block_size]} * shape.block_size + j % shape.block_size;
         krow[j] = k_cache.f32() + slot * kv_width + int64_t{kvh} * d;
         vrow[j] = v_cache.f32() + slot * kv_width + int64_t{kvh} * d;
       }
@@ -268,7 +274,8 @@ class CpuBackend : public Backend {
 
   void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) override {
     for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(out.f32() + i * x.cols, x.f32() + int64_t{rows[i]} * x.ld(), x.cols * sizeof(float));
+      std::memcpy(out.f32() + i * x.cols, x.f32() + int64_t{rows[i]} * x.ld(),
+                  x.cols * sizeof(float));
     }
   }
 

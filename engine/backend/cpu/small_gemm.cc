@@ -35,9 +35,9 @@ __attribute__((target("avx2,fma"))) float HorizontalSum(__m256 v) {
 // in registers (R is a template parameter so they stay in registers): each 8-wide chunk
 // costs R + 2 loads for 2R FMAs.
 template <int R>
-__attribute__((target("avx2,fma"))) inline void RowsAvx2(int k, const float* x, int64_t ldx, const float* w0,
-                                                         const float* w1, float* out0, float* out1,
-                                                         int64_t ldo) {
+__attribute__((target("avx2,fma"))) inline void RowsAvx2(int k, const float* x, int64_t ldx,
+                                                         const float* w0, const float* w1,
+                                                         float* out0, float* out1, int64_t ldo) {
   const int k8 = k & ~7;
   __m256 a0[R], a1[R];
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
@@ -62,15 +62,16 @@ __attribute__((target("avx2,fma"))) inline void RowsAvx2(int k, const float* x, 
   }
 }
 
-__attribute__((target("avx2,fma"))) void BlockAvx2(int m, int k, const float* x, int64_t ldx, const float* w,
-                                                   int64_t n0, int64_t n1, const float* bias, float* out,
-                                                   int64_t ldo) {
+__attribute__((target("avx2,fma"))) void BlockAvx2(int m, int k, const float* x, int64_t ldx,
+                                                   const float* w, int64_t n0, int64_t n1,
+                                                   const float* bias, float* out, int64_t ldo) {
   for (int64_t j = n0; j < n1; j += 2) {
     const int64_t j1 = j + 1 < n1 ? j + 1 : j;  // an odd tail computes its last row twice
     const float* w0 = w + j * k;
     const float* w1 = w + j1 * k;
     int r = 0;
-    for (; r + 4 <= m; r += 4) RowsAvx2<4>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
+    for (; r + 4 <= m; r += 4)
+      RowsAvx2<4>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
     switch (m - r) {
       case 3:
         RowsAvx2<3>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
@@ -100,9 +101,10 @@ bool HasAvx2Fma() {
 
 }  // namespace
 
-void SmallGemm(int m, int n, int k, const float* x, int64_t ldx, const float* w, const float* bias, float* out,
-               int64_t ldo,
-               const std::function<void(int64_t, const std::function<void(int64_t)>&)>& parallel_for) {
+void SmallGemm(
+    int m, int n, int k, const float* x, int64_t ldx, const float* w, const float* bias, float* out,
+    int64_t ldo,
+    const std::function<void(int64_t, const std::function<void(int64_t)>&)>& parallel_for) {
   const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
   const bool avx2 = HasAvx2Fma();
   parallel_for(tasks, [&](int64_t t) {

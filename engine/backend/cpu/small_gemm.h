@@ -16,8 +16,9 @@ inline constexpr int kSmallGemmMaxRows = 16;
 
 // x: [m, k] with row stride ldx; w: [n, k] contiguous; out: [m, n] with row stride ldo.
 // bias may be null. parallel_for(count, fn) must run fn(i) for i in [0, count).
-void SmallGemm(int m, int n, int k, const float* x, int64_t ldx, const float* w, const float* bias,
-               float* out, int64_t ldo,
-               const std::function<void(int64_t, const std::function<void(int64_t)>&)>& parallel_for);
+void SmallGemm(
+    int m, int n, int k, const float* x, int64_t ldx, const float* w, const float* bias, float* out,
+    int64_t ldo,
+    const std::function<void(int64_t, const std::function<void(int64_t)>&)>& parallel_for);
 
 }  // namespace orca

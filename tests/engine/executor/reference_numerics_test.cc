@@ -46,8 +46,8 @@ TEST(StoriesTest, GreedyContinuationMatchesLlama2c) {
 
   // The reference text is the decode of prompt + continuation; find how many generated
   // tokens it covers and require every one of them to match.
-  std::string expected(absl::StripTrailingAsciiWhitespace(
-      ReadText(dir + "/greedy_once_upon_a_time_256.txt")));
+  std::string expected(
+      absl::StripTrailingAsciiWhitespace(ReadText(dir + "/greedy_once_upon_a_time_256.txt")));
   std::vector<int32_t> all = prompt;
   size_t covered = 0;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -100,7 +100,8 @@ void CheckRandomModel(const ModelConfig& config, const std::string& python) {
     std::vector<float> logits = PrefillLogits(*m.runner, tokens, chunk);
     ASSERT_EQ(logits.size(), ref.size());
     for (size_t t = 0; t < tokens.size(); ++t) {
-      ASSERT_LT(RowRelativeError(logits.data() + t * vocab, ref.data() + t * vocab, vocab), kMaxRelativeError)
+      ASSERT_LT(RowRelativeError(logits.data() + t * vocab, ref.data() + t * vocab, vocab),
+                kMaxRelativeError)
           << config.architecture << " chunk " << chunk << " position " << t;
     }
   }

@@ -23,7 +23,8 @@ LoadedModel LoadModel(const std::string& dir, int32_t num_blocks, int32_t block_
   return m;
 }
 
-std::vector<float> PrefillLogits(ModelRunner& runner, const std::vector<int32_t>& tokens, int32_t chunk) {
+std::vector<float> PrefillLogits(ModelRunner& runner, const std::vector<int32_t>& tokens,
+                                 int32_t chunk) {
   KvBlockPool pool(runner.num_kv_blocks(), runner.block_size());
   BlockTable table;
   std::vector<float> out;
@@ -48,7 +49,8 @@ std::vector<float> PrefillLogits(ModelRunner& runner, const std::vector<int32_t>
   return out;
 }
 
-std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>& prompt, int32_t n) {
+std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>& prompt,
+                                 int32_t n) {
   KvBlockPool pool(runner.num_kv_blocks(), runner.block_size());
   BlockTable table;
   std::vector<int32_t> tokens = prompt;
@@ -84,15 +86,16 @@ std::vector<double> ReferenceLogits(const std::string& python, const std::string
     f << "[" << absl::StrJoin(tokens, ",") << "]";
   }
   std::string script = SourceDir() + "/tests/engine/executor/reference_forward.py";
-  std::string cmd = absl::StrCat(python, " ", script, " '", model_dir, "' ", tmp.file("tokens.json"), " ",
-                                 tmp.file("logits.bin"), " 2>&1");
+  std::string cmd = absl::StrCat(python, " ", script, " '", model_dir, "' ",
+                                 tmp.file("tokens.json"), " ", tmp.file("logits.bin"), " 2>&1");
   std::string output;
   int rc = RunCommand(cmd, &output);
   EXPECT_EQ(rc, 0) << output;
   std::ifstream in(tmp.file("logits.bin"), std::ios::binary | std::ios::ate);
   std::vector<double> logits(static_cast<size_t>(in.tellg()) / sizeof(double));
   in.seekg(0);
-  in.read(reinterpret_cast<char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(double)));
+  in.read(reinterpret_cast<char*>(logits.data()),
+          static_cast<std::streamsize>(logits.size() * sizeof(double)));
   return logits;
 }
 

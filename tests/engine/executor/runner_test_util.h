@@ -23,10 +23,12 @@ LoadedModel LoadModel(const std::string& dir, int32_t num_blocks = 256, int32_t 
 
 // Returns the logits of every position of `tokens`, computed by prefill chunks of
 // `chunk` tokens (all rows returned). [tokens.size() * vocab].
-std::vector<float> PrefillLogits(ModelRunner& runner, const std::vector<int32_t>& tokens, int32_t chunk);
+std::vector<float> PrefillLogits(ModelRunner& runner, const std::vector<int32_t>& tokens,
+                                 int32_t chunk);
 
 // Greedy-decodes `n` tokens after `prompt` alone (ignoring EOS).
-std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>& prompt, int32_t n);
+std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>& prompt,
+                                 int32_t n);
 
 // Runs the PyTorch float64 reference on `tokens`; returns [T * vocab] logits.
 std::vector<double> ReferenceLogits(const std::string& python, const std::string& model_dir,

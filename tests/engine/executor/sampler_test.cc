@@ -187,7 +187,7 @@ TEST(SamplerTest, PresenceFrequencyPenaltiesAndLogitBiasFollowOpenAI) {
   p.logit_bias = {{6, 10.0f}};
   ScheduledSequence s = Seq(p);
   s.penalty_history = {1, 1, 3, 3, 3};  // the prompt: not penalised
-  s.penalty_prompt_len = 2;              // output = {3, 3, 3}
+  s.penalty_prompt_len = 2;             // output = {3, 3, 3}
   std::vector<float> l = kLogits;
   SampledToken t = SampleToken(absl::MakeSpan(l), s);
   EXPECT_FLOAT_EQ(l[1], 3.0f);

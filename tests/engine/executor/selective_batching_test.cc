@@ -25,10 +25,11 @@ struct TestSeq {
   std::vector<std::vector<float>> step_logits;
 };
 
-std::vector<float> SoloStepLogits(ModelRunner& runner, const std::vector<int32_t>& all, size_t prompt_len,
-                                  size_t steps) {
+std::vector<float> SoloStepLogits(ModelRunner& runner, const std::vector<int32_t>& all,
+                                  size_t prompt_len, size_t steps) {
   // Logits that predict each generated token, computed alone in one prefill.
-  std::vector<float> rows = orca::testing::PrefillLogits(runner, all, static_cast<int32_t>(all.size()));
+  std::vector<float> rows =
+      orca::testing::PrefillLogits(runner, all, static_cast<int32_t>(all.size()));
   const size_t vocab = runner.config().vocab_size;
   return std::vector<float>(rows.begin() + (prompt_len - 1) * vocab,
                             rows.begin() + (prompt_len - 1 + steps) * vocab);
@@ -48,11 +49,13 @@ TEST(SelectiveBatchingTest, BatchedEqualsAlone) {
       "Once upon a time",
       "The little dog ran to the park and saw a big red ball",
       "Tom",
-      "One day, a girl named Sue went to the store with her mom. They bought apples, bread and milk. "
+      "One day, a girl named Sue went to the store with her mom. They bought apples, bread and "
+      "milk. "
       "On the way home",
       "The sun was hot",
       "Lily and Ben were friends. They liked to play",
-      "A cat sat on the mat. It was a happy cat because it had a warm bed and lots of food to eat every day",
+      "A cat sat on the mat. It was a happy cat because it had a warm bed and lots of food to eat "
+      "every day",
       "Once there was a big tree in a small town",
   };
   const int32_t joins[] = {0, 0, 1, 2, 3, 5, 8, 13};
@@ -96,7 +99,8 @@ TEST(SelectiveBatchingTest, BatchedEqualsAlone) {
       (ss.token_ids.size() > 1 ? has_prefill : has_decode) = true;
     }
     mixed_iteration_seen |= has_prefill && has_decode;
-    max_batch_tokens_seen = std::max<int32_t>(max_batch_tokens_seen, static_cast<int32_t>(plan.num_tokens()));
+    max_batch_tokens_seen =
+        std::max<int32_t>(max_batch_tokens_seen, static_cast<int32_t>(plan.num_tokens()));
     auto logits = runner.Forward(plan);
     ASSERT_TRUE(logits.ok()) << logits.status();
     size_t row = 0;
@@ -118,7 +122,8 @@ TEST(SelectiveBatchingTest, BatchedEqualsAlone) {
   for (TestSeq& s : seqs) {
     ASSERT_EQ(s.generated.size(), static_cast<size_t>(kSteps)) << "sequence " << s.id;
     std::vector<int32_t> prompt(s.tokens.begin(), s.tokens.begin() + s.prompt_len);
-    EXPECT_EQ(s.generated, orca::testing::GreedyAlone(runner, prompt, kSteps)) << "sequence " << s.id;
+    EXPECT_EQ(s.generated, orca::testing::GreedyAlone(runner, prompt, kSteps))
+        << "sequence " << s.id;
     std::vector<float> solo = SoloStepLogits(runner, s.tokens, s.prompt_len, kSteps);
     for (int32_t step = 0; step < kSteps; ++step) {
       const float* a = s.step_logits[step].data();
@@ -147,12 +152,18 @@ TEST(SelectiveBatchingTest, RejectsMalformedPlansWithoutComputing) {
     p.seqs.push_back(s);
     return p;
   };
-  EXPECT_EQ(m.runner->Forward(plan_with({600}, 0, {0})).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(m.runner->Forward(plan_with({-1}, 0, {0})).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(m.runner->Forward(plan_with({5}, 16, {0})).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(m.runner->Forward(plan_with({5}, 0, {8})).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(m.runner->Forward(plan_with({5}, 511, {0})).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(m.runner->Forward(plan_with({}, 0, {0})).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.runner->Forward(plan_with({600}, 0, {0})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.runner->Forward(plan_with({-1}, 0, {0})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.runner->Forward(plan_with({5}, 16, {0})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.runner->Forward(plan_with({5}, 0, {8})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.runner->Forward(plan_with({5}, 511, {0})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.runner->Forward(plan_with({}, 0, {0})).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(m.runner->Forward(plan_with({5}, 0, {0})).ok());
 }
 

@@ -20,8 +20,8 @@
 namespace orca {
 namespace {
 
-using ::testing::HasSubstr;
 using orca::testing::TempDir;
+using ::testing::HasSubstr;
 
 std::string Raw(const std::string& header, const std::string& data) {
   uint64_t n = header.size();
@@ -56,24 +56,31 @@ TEST(SafetensorsTest, RejectsMalformedFiles) {
   std::memcpy(past.data(), &len, 8);
   ExpectError(OpenBytes(dir, past + "{}"), "runs past the end");
   ExpectError(OpenBytes(dir, Raw("{not json", "")), "not a JSON object");
-  ExpectError(OpenBytes(dir, Raw(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", std::string(8, '\0'))),
-              "tensor 'w': missing dtype");
-  ExpectError(OpenBytes(dir, Raw(R"({"w":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", std::string(8, '\0'))),
+  ExpectError(
+      OpenBytes(dir, Raw(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", std::string(8, '\0'))),
+      "tensor 'w': missing dtype");
+  ExpectError(OpenBytes(dir, Raw(R"({"w":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})",
+                                 std::string(8, '\0'))),
               "unknown dtype 'Q4'");
   ExpectError(OpenBytes(dir, Raw(ok_header, std::string(4, '\0'))), "run past the data section");
-  ExpectError(OpenBytes(dir, Raw(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", std::string(8, '\0'))),
+  ExpectError(OpenBytes(dir, Raw(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
+                                 std::string(8, '\0'))),
               "needs 12");
-  ExpectError(OpenBytes(dir, Raw(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", std::string(8, '\0'))),
+  ExpectError(OpenBytes(dir, Raw(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})",
+                                 std::string(8, '\0'))),
               "reversed");
-  ExpectError(OpenBytes(dir, Raw(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", std::string(8, '\0'))),
+  ExpectError(OpenBytes(dir, Raw(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})",
+                                 std::string(8, '\0'))),
               "non-negative");
   ExpectError(OpenBytes(dir, Raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                                  R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
                                  std::string(12, '\0'))),
               "overlap");
-  ExpectError(OpenBytes(dir, Raw(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
-                                 std::string(8, '\0'))),
-              "overflows");
+  ExpectError(
+      OpenBytes(dir,
+                Raw(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
+                    std::string(8, '\0'))),
+      "overflows");
 }
 
 TEST(SafetensorsTest, WriterRoundTripsAllFloatDtypes) {
@@ -105,7 +112,9 @@ class CheckpointErrorsTest : public ::testing::Test {
     ASSERT_TRUE(WriteRandomCheckpoint(config_, dir_.path(), 3).ok());
   }
   // Rewrites model.safetensors with `edit` applied to the list of tensors.
-  void Rewrite(const std::function<void(std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>&)>& edit) {
+  void Rewrite(
+      const std::function<void(
+          std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>&)>& edit) {
     auto f = SafetensorsFile::Open(dir_.file("model.safetensors"));
     ASSERT_TRUE(f.ok());
     std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> tensors;
@@ -137,7 +146,8 @@ TEST_F(CheckpointErrorsTest, LoadsWhenIntact) { EXPECT_TRUE(Load().ok()) << Load
 TEST_F(CheckpointErrorsTest, MissingTensorIsNamed) {
   Rewrite([](auto& t) { t.erase("model.layers.0.self_attn.k_proj.weight"); });
   absl::Status s = Load();
-  EXPECT_THAT(std::string(s.message()), HasSubstr("missing tensor 'model.layers.0.self_attn.k_proj.weight'"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("missing tensor 'model.layers.0.self_attn.k_proj.weight'"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("model.safetensors"));
 }
 
@@ -147,7 +157,9 @@ TEST_F(CheckpointErrorsTest, ShapeMismatchIsNamed) {
     w.first = {w.first[1], w.first[0]};
   });
   absl::Status s = Load();
-  EXPECT_THAT(std::string(s.message()), HasSubstr("'model.layers.0.mlp.up_proj.weight' has shape [64,172], expected [172,64]"));
+  EXPECT_THAT(
+      std::string(s.message()),
+      HasSubstr("'model.layers.0.mlp.up_proj.weight' has shape [64,172], expected [172,64]"));
 }
 
 TEST_F(CheckpointErrorsTest, WrongDtypeIsNamed) {
@@ -175,22 +187,29 @@ TEST_F(CheckpointErrorsTest, WrongDtypeIsNamed) {
   ASSERT_NE(at, std::string::npos);
   size_t dtype_at = b.find("\"dtype\":\"F32\",\"shape\":[128]", at);
   ASSERT_NE(dtype_at, std::string::npos);
-  b.replace(dtype_at, std::strlen("\"dtype\":\"F32\",\"shape\":[128]"), "\"dtype\":\"I64\",\"shape\":[64] ");
-  b.replace(at, std::strlen("\"model.norm.weight.placeholder\""), "\"model.norm.weight\"            ");
+  b.replace(dtype_at, std::strlen("\"dtype\":\"F32\",\"shape\":[128]"),
+            "\"dtype\":\"I64\",\"shape\":[64] ");
+  b.replace(at, std::strlen("\"model.norm.weight.placeholder\""),
+            "\"model.norm.weight\"            ");
   ASSERT_TRUE(WriteFile(dir_.file("model.safetensors"), b).ok());
   absl::Status s = Load();
   EXPECT_THAT(std::string(s.message()), HasSubstr("tensor 'model.norm.weight' has dtype I64")) << s;
 }
 
 TEST_F(CheckpointErrorsTest, ConfigErrorsNameTheFile) {
-  auto write_config = [&](const std::string& text) { ASSERT_TRUE(WriteFile(dir_.file("config.json"), text).ok()); };
+  auto write_config = [&](const std::string& text) {
+    ASSERT_TRUE(WriteFile(dir_.file("config.json"), text).ok());
+  };
   write_config("{");
   EXPECT_THAT(std::string(Load().message()), HasSubstr("config.json: not a JSON object"));
   write_config(R"({"architectures":["BertModel"]})");
-  EXPECT_THAT(std::string(Load().message()), HasSubstr("architecture 'BertModel' is not supported"));
-  write_config(R"({"architectures":["LlamaForCausalLM"],"hidden_size":64,"intermediate_size":172,)"
-               R"("num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":3,"vocab_size":512})");
-  EXPECT_THAT(std::string(Load().message()), HasSubstr("must be a multiple of num_key_value_heads"));
+  EXPECT_THAT(std::string(Load().message()),
+              HasSubstr("architecture 'BertModel' is not supported"));
+  write_config(
+      R"({"architectures":["LlamaForCausalLM"],"hidden_size":64,"intermediate_size":172,)"
+      R"("num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":3,"vocab_size":512})");
+  EXPECT_THAT(std::string(Load().message()),
+              HasSubstr("must be a multiple of num_key_value_heads"));
   write_config(R"({"architectures":["LlamaForCausalLM"],"hidden_size":"64"})");
   EXPECT_THAT(std::string(Load().message()), HasSubstr("field 'hidden_size' must be an integer"));
   write_config(R"({"architectures":["LlamaForCausalLM"],"hidden_size":64})");
@@ -212,23 +231,30 @@ TEST_F(CheckpointErrorsTest, ShardedCheckpointLoadsAndIndexErrorsAreNamed) {
   for (const auto& [name, v] : (*f)->tensors()) {
     bool first = (i++ % 2) == 0;
     (first ? a : b).Add(name, v.dtype, v.shape, v.data);
-    map += (map.empty() ? "" : ",") + ("\"" + name + "\":\"" + (first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors") + "\"");
+    map +=
+        (map.empty() ? "" : ",") +
+        ("\"" + name + "\":\"" +
+         (first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors") + "\"");
   }
   f->reset();
   ASSERT_TRUE(a.Write(dir_.file("model-00001-of-00002.safetensors")).ok());
   ASSERT_TRUE(b.Write(dir_.file("model-00002-of-00002.safetensors")).ok());
   std::remove(dir_.file("model.safetensors").c_str());
-  ASSERT_TRUE(WriteFile(dir_.file("model.safetensors.index.json"), "{\"weight_map\":{" + map + "}}").ok());
+  ASSERT_TRUE(
+      WriteFile(dir_.file("model.safetensors.index.json"), "{\"weight_map\":{" + map + "}}").ok());
   EXPECT_TRUE(Load().ok()) << Load();
 
   ASSERT_TRUE(WriteFile(dir_.file("model.safetensors.index.json"),
-                        R"({"weight_map":{"model.norm.weight":"../etc/passwd"}})").ok());
+                        R"({"weight_map":{"model.norm.weight":"../etc/passwd"}})")
+                  .ok());
   EXPECT_THAT(std::string(Load().message()), HasSubstr("is not a plain file name"));
   ASSERT_TRUE(WriteFile(dir_.file("model.safetensors.index.json"),
-                        R"({"weight_map":{"model.norm.weight":"model-00009.safetensors"}})").ok());
+                        R"({"weight_map":{"model.norm.weight":"model-00009.safetensors"}})")
+                  .ok());
   EXPECT_THAT(std::string(Load().message()), HasSubstr("model-00009.safetensors: no such file"));
   ASSERT_TRUE(WriteFile(dir_.file("model.safetensors.index.json"), R"({"weights":{}})").ok());
-  EXPECT_THAT(std::string(Load().message()), HasSubstr("model.safetensors.index.json: expected an object"));
+  EXPECT_THAT(std::string(Load().message()),
+              HasSubstr("model.safetensors.index.json: expected an object"));
 }
 
 TEST(DTypeTest, HalfConversionsRoundTrip) {

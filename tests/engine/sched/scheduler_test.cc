@@ -18,7 +18,8 @@ constexpr int32_t kEos = 0;
 
 class FakeModel {
  public:
-  FakeModel(int32_t num_blocks, int32_t block_size) : bs_(block_size), kv_(num_blocks * block_size, -1) {}
+  FakeModel(int32_t num_blocks, int32_t block_size)
+      : bs_(block_size), kv_(num_blocks * block_size, -1) {}
 
   IterationResult Execute(const IterationPlan& plan) {
     IterationResult result;
@@ -54,12 +55,14 @@ class FakeModel {
   std::vector<int32_t> kv_;
 };
 
-std::unique_ptr<Request> MakeRequest(uint64_t id, int32_t prompt_len, int32_t max_tokens, double arrival = 0,
-                                     int32_t prompt_seed = -1) {
+std::unique_ptr<Request> MakeRequest(uint64_t id, int32_t prompt_len, int32_t max_tokens,
+                                     double arrival = 0, int32_t prompt_seed = -1) {
   auto r = std::make_unique<Request>();
   r->id = id;
-  std::mt19937 rng(prompt_seed < 0 ? static_cast<uint32_t>(id) : static_cast<uint32_t>(prompt_seed));
-  for (int32_t i = 0; i < prompt_len; ++i) r->prompt_tokens.push_back(1 + static_cast<int32_t>(rng() % (kVocab - 1)));
+  std::mt19937 rng(prompt_seed < 0 ? static_cast<uint32_t>(id)
+                                   : static_cast<uint32_t>(prompt_seed));
+  for (int32_t i = 0; i < prompt_len; ++i)
+    r->prompt_tokens.push_back(1 + static_cast<int32_t>(rng() % (kVocab - 1)));
   r->max_tokens = max_tokens;
   r->sampling.temperature = 0;
   r->arrival_time = arrival > 0 ? arrival : static_cast<double>(id);
@@ -134,12 +137,14 @@ TEST(SchedulerTest, AdmitsInArrivalOrder) {
   c.max_model_len = 256;
   Harness h(c, 64);
   double now = 100;
-  for (uint64_t id : {5, 3, 9, 1}) ASSERT_TRUE(h.sched.Add(MakeRequest(id, 3, 2, /*arrival=*/now++)).ok());
+  for (uint64_t id : {5, 3, 9, 1})
+    ASSERT_TRUE(h.sched.Add(MakeRequest(id, 3, 2, /*arrival=*/now++)).ok());
   std::vector<uint64_t> first_seen;
   for (int i = 0; i < 100 && h.sched.has_work(); ++i) {
     h.Step();
     for (const auto& s : h.plans.back().plan.seqs) {
-      if (std::find(first_seen.begin(), first_seen.end(), s.seq_id) == first_seen.end()) first_seen.push_back(s.seq_id);
+      if (std::find(first_seen.begin(), first_seen.end(), s.seq_id) == first_seen.end())
+        first_seen.push_back(s.seq_id);
     }
   }
   EXPECT_EQ(first_seen, (std::vector<uint64_t>{5, 3, 9, 1}));  // arrival order, not id order
@@ -194,7 +199,8 @@ TEST(SchedulerTest, ChunkedPrefillSplitsLongPrompts) {
   EXPECT_TRUE(h.plans[3].plan.seqs[0].sample);
 }
 
-std::map<uint64_t, std::vector<int32_t>> RunWorkload(SchedulerConfig c, int32_t num_blocks, int64_t* preemptions) {
+std::map<uint64_t, std::vector<int32_t>> RunWorkload(SchedulerConfig c, int32_t num_blocks,
+                                                     int64_t* preemptions) {
   Harness h(c, num_blocks);
   std::mt19937 rng(11);
   for (uint64_t id = 1; id <= 40; ++id) {
@@ -267,7 +273,8 @@ TEST(SchedulerTest, StopTokensMinTokensAndContextLimit) {
   h.RunToCompletion();
   EXPECT_GE(h.outputs[1].size(), 25u);
   for (size_t i = 0; i + 1 < 25 && i < h.outputs[1].size(); ++i) EXPECT_NE(h.outputs[1][i], kEos);
-  EXPECT_EQ(h.sched.Add(MakeRequest(2, 30, 11)).code(), absl::StatusCode::kInvalidArgument);  // 41 > 40
+  EXPECT_EQ(h.sched.Add(MakeRequest(2, 30, 11)).code(),
+            absl::StatusCode::kInvalidArgument);  // 41 > 40
   EXPECT_EQ(h.sched.Add(MakeRequest(3, 0, 1)).code(), absl::StatusCode::kInvalidArgument);
   Harness tiny(c, 2, 4);  // 8 token slots
   EXPECT_EQ(tiny.sched.Add(MakeRequest(4, 6, 6)).code(), absl::StatusCode::kInvalidArgument);
@@ -329,7 +336,8 @@ TEST(SchedulerTest, RandomizedChurnNeverLeaksBlocks) {
     for (int it = 0; it < 3000; ++it) {
       int op = rng() % 10;
       if (op < 4) {
-        (void)h.sched.Add(MakeRequest(next, 1 + rng() % 40, 1 + rng() % 40, 0, static_cast<int32_t>(rng() % 4)));
+        (void)h.sched.Add(
+            MakeRequest(next, 1 + rng() % 40, 1 + rng() % 40, 0, static_cast<int32_t>(rng() % 4)));
         ++next;
       } else if (op == 4 && next > 1) {
         h.sched.Abort(1 + rng() % (next - 1));

@@ -35,7 +35,8 @@ class GrpcServerTest : public ::testing::Test {
     auto server = GrpcServer::Start(engine_.get(), go);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials());
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                       grpc::InsecureChannelCredentials());
     stub_ = v1::Inference::NewStub(channel);
   }
   void TearDown() override {
@@ -123,7 +124,9 @@ TEST_F(GrpcServerTest, CancelledCallsFreeTheirBlocks) {
     }
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
-  for (int k = 0; k < 200 && (engine_->Snapshot().kv_cache_usage > 0 || engine_->Snapshot().num_running > 0); ++k) {
+  for (int k = 0;
+       k < 200 && (engine_->Snapshot().kv_cache_usage > 0 || engine_->Snapshot().num_running > 0);
+       ++k) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(engine_->Snapshot().kv_cache_usage, 0.0);

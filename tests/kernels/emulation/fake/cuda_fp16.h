@@ -1,7 +1,9 @@
 #pragma once
 #include <cstdint>
 #include "cuda_runtime_api.h"
-struct __half { uint16_t v; };
+struct __half {
+  uint16_t v;
+};
 float EmuF16ToF32(uint16_t);
 uint16_t EmuF32ToF16(float);
 inline float __half2float(__half h) { return EmuF16ToF32(h.v); }

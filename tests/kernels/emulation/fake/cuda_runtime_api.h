@@ -3,6 +3,8 @@
 // __syncthreads and for warp shuffles, static storage for __shared__ (blocks run one at
 // a time). For tests/kernels/emulation only.
 #pragma once
+#include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -11,8 +13,6 @@
 #include <memory>
 #include <thread>
 #include <vector>
-#include <algorithm>
-#include <atomic>
 
 typedef int cudaError_t;
 constexpr cudaError_t cudaSuccess = 0;
@@ -24,7 +24,9 @@ struct dim3 {
   unsigned x = 1, y = 1, z = 1;
   dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
 };
-struct uint3e { unsigned x = 0, y = 0, z = 0; };
+struct uint3e {
+  unsigned x = 0, y = 0, z = 0;
+};
 inline thread_local uint3e threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
 
@@ -36,7 +38,9 @@ inline dim3 blockDim, gridDim;
 #define __launch_bounds__(x)
 #define __shared__ static
 
-struct float4 { float x, y, z, w; };
+struct float4 {
+  float x, y, z, w;
+};
 
 namespace emu {
 struct Warp {
@@ -59,14 +63,19 @@ inline void Launch(dim3 grid, dim3 block, const std::function<void()>& body) {
       Block b;
       b.bar = std::make_unique<std::barrier<>>(n);
       b.warps.resize((n + 31) / 32);
-      for (unsigned w = 0; w < b.warps.size(); ++w) b.warps[w].bar = std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w));
+      for (unsigned w = 0; w < b.warps.size(); ++w)
+        b.warps[w].bar = std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w));
       g_block = &b;
       std::memset(g_dyn_smem, 0xff, 65536);  // poison shared memory
       std::vector<std::thread> threads;
       for (unsigned t = 0; t < n; ++t) {
         threads.emplace_back([&, t] {
-          threadIdx.x = t; threadIdx.y = 0; threadIdx.z = 0;
-          blockIdx.x = bx; blockIdx.y = by; blockIdx.z = 0;
+          threadIdx.x = t;
+          threadIdx.y = 0;
+          threadIdx.z = 0;
+          blockIdx.x = bx;
+          blockIdx.y = by;
+          blockIdx.z = 0;
           body();
           b.bar->arrive_and_drop();
           b.warps[t / 32].bar->arrive_and_drop();
@@ -93,10 +102,24 @@ T Shfl(T v, int src) {
 }  // namespace emu
 
 inline void __syncthreads() { emu::g_block->bar->arrive_and_wait(); }
-template <typename T> T __shfl_sync(unsigned, T v, int src) { return emu::Shfl(v, src); }
-template <typename T> T __shfl_xor_sync(unsigned, T v, int m) { return emu::Shfl(v, (int)(threadIdx.x % 32) ^ m); }
-inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+template <typename T>
+T __shfl_sync(unsigned, T v, int src) {
+  return emu::Shfl(v, src);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int m) {
+  return emu::Shfl(v, (int)(threadIdx.x % 32) ^ m);
+}
+inline float __int_as_float(int i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-using std::min; using std::max;
-inline void sincos(double x, double* s, double* c) { *s = std::sin(x); *c = std::cos(x); }
+using std::max;
+using std::min;
+inline void sincos(double x, double* s, double* c) {
+  *s = std::sin(x);
+  *c = std::cos(x);
+}
 #include <math.h>
