@@ -93,8 +93,7 @@ absl::Status ModelRunner::ValidatePlan(const IterationPlan& plan) const {
   return absl::OkStatus();
 }
 
-absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t num_seqs,
-                                          int64_t index_ints) {
+absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t index_ints) {
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size, q = int64_t{c.num_heads} * c.head_dim;
   const int64_t qkv = q + 2 * int64_t{c.num_kv_heads} * c.head_dim;
@@ -121,7 +120,6 @@ absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t num_seqs,
     logits_ = take(c.vocab_size);
     ws_tokens_ = t;
   }
-  (void)num_seqs;
   if (index_ints > ws_ints_) {
     const int64_t n = std::max<int64_t>(index_ints * 2, 256);
     ORCA_ASSIGN_OR_RETURN(index_buffer_,
@@ -239,7 +237,7 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
     for (size_t i = s.block_table.size(); i < static_cast<size_t>(max_blocks); ++i)
       idx.push_back(0);
   }
-  ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, num_seqs, static_cast<int64_t>(idx.size())));
+  ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, static_cast<int64_t>(idx.size())));
   int32_t* dev = static_cast<int32_t*>(index_buffer_->data());
   ORCA_RETURN_IF_ERROR(backend_->CopyToDevice(dev, idx.data(), idx.size() * sizeof(int32_t)));
   const int32_t* tokens = dev;

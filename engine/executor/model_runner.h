@@ -63,7 +63,7 @@ class ModelRunner {
  private:
   ModelRunner() = default;
   absl::Status ValidatePlan(const IterationPlan& plan) const;
-  absl::Status EnsureWorkspace(int64_t num_tokens, int64_t num_seqs, int64_t index_ints);
+  absl::Status EnsureWorkspace(int64_t num_tokens, int64_t index_ints);
   void RunLayer(int32_t layer, int64_t num_tokens, const int32_t* positions,
                 const int32_t* slot_mapping, const AttentionBatch& attn);
 

@@ -11,12 +11,13 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/common/utf8.h"
+
 namespace orca::chat_internal {
 
 // Decodes UTF-8 to code points.
 std::vector<char32_t> DecodeUtf8(std::string_view s);
-// Appends the UTF-8 encoding of `cp`.
-void AppendUtf8(char32_t cp, std::string* out);
+using ::orca::AppendUtf8;  // engine/common/utf8.h
 std::string EncodeUtf8(const std::vector<char32_t>& cps, size_t begin, size_t end);
 // Python len(s).
 size_t CodePointCount(std::string_view s);

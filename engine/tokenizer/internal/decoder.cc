@@ -17,25 +17,6 @@ absl::Status Malformed(const std::string& file, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(file, ": decoder: ", what));
 }
 
-// Returns the byte of a "<0xNN>" token, or -1.
-int ByteToken(const std::string& token) {
-  if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>') return -1;
-  int value = 0;
-  for (int i = 3; i < 5; ++i) {
-    const char c = token[i];
-    int digit;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
-    } else {
-      return -1;
-    }
-    value = value * 16 + digit;
-  }
-  return value;
-}
-
 size_t SizeField(const json& config, const char* key) {
   return config.contains(key) && config[key].is_number_unsigned() ? config[key].get<size_t>() : 0;
 }
@@ -130,7 +111,7 @@ std::string Decoder::Decode(std::vector<std::string> tokens) const {
         out.reserve(tokens.size());
         bool in_run = false;
         for (std::string& token : tokens) {
-          const int byte = ByteToken(token);
+          const int byte = ParseByteToken(token);
           if (byte < 0) {
             out.push_back(std::move(token));
             in_run = false;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/common/status_macros.h"
 #include "engine/tokenizer/internal/absl_compat.h"
+#include "engine/tokenizer/internal/unicode.h"
 
 namespace orca::tokenizer_internal {
 namespace {
@@ -24,24 +25,6 @@ bool IsMergeable(PieceType type) {
 size_t OneCharLen(std::string_view text) {
   static constexpr uint8_t kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
   return std::min<size_t>(text.size(), kLengths[static_cast<uint8_t>(text[0]) >> 4]);
-}
-
-// Returns the byte of "<0xNN>" (upper-case hex, as libsentencepiece writes it), or -1.
-int ParseBytePiece(std::string_view piece) {
-  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return -1;
-  int value = 0;
-  for (char c : piece.substr(3, 2)) {
-    int digit;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
-    } else {
-      return -1;
-    }
-    value = value * 16 + digit;
-  }
-  return value;
 }
 
 // Quotes a piece from the (untrusted) file for an error message: escaped, at most 32 bytes.
@@ -98,7 +81,7 @@ absl::StatusOr<SentencePieceBpe> SentencePieceBpe::Create(SentencePieceModelProt
           return invalid(absl::StrCat("pieces[", i, "] ", Quoted(p.piece),
                                       " is a BYTE piece but trainer_spec.byte_fallback is off"));
         }
-        const int byte = ParseBytePiece(p.piece);
+        const int byte = ParseByteToken(p.piece);
         if (byte < 0) {
           return invalid(
               absl::StrCat("pieces[", i, "] ", Quoted(p.piece), " is not a <0xNN> piece"));

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/common/utf8.h"
+
 namespace orca::tokenizer_internal {
 
 inline constexpr char32_t kReplacementChar = 0xFFFD;
@@ -23,8 +25,11 @@ struct Utf8Char {
 // forms, surrogates and code points above U+10FFFF are invalid.
 Utf8Char DecodeUtf8(std::string_view text, size_t pos);
 
-// Appends the UTF-8 encoding of `code_point` to `out`.
-void AppendUtf8(char32_t code_point, std::string* out);
+using ::orca::AppendUtf8;  // engine/common/utf8.h
+
+// Returns the byte of a byte-fallback token "<0xNN>" (upper-case hex, as both
+// libsentencepiece and tokenizer.json write it), or -1 for any other string.
+int ParseByteToken(std::string_view token);
 
 // Returns `bytes` with every maximal ill-formed subsequence replaced by U+FFFD (the
 // policy of Rust's String::from_utf8_lossy and Python's errors="replace").
