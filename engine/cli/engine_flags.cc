@@ -8,7 +8,9 @@ namespace orca {
 void AddEngineFlags(Flags& f) {
   f.Add("model", "", "Hugging Face checkpoint directory (required)")
       .Add("policy", "iteration",
-           "scheduling: iteration (ORCA) or request (static batching baseline)")
+           "scheduling: iteration (ORCA), request (static batching as Triton + "
+           "FasterTransformer) or request-compact (static batching whose finished "
+           "members stop computing)")
       .Add("max-batch-size", "64", "sequences per iteration")
       .Add("max-batched-tokens", "512", "tokens per iteration")
       .Add("no-chunked-prefill", "", "schedule each prompt's prefill in one iteration", true)
@@ -34,9 +36,11 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(const Flags& f) {
     o.scheduler.policy = SchedulingPolicy::kIteration;
   } else if (policy == "request") {
     o.scheduler.policy = SchedulingPolicy::kRequest;
+  } else if (policy == "request-compact") {
+    o.scheduler.policy = SchedulingPolicy::kRequestCompact;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--policy must be iteration or request, got '", policy, "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--policy must be iteration, request or request-compact, got '", policy, "'"));
   }
   const std::string kv = f.GetString("kv-policy");
   if (kv == "paged") {

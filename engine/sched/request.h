@@ -31,6 +31,9 @@ struct Request {
   // Scheduling state.
   RequestStatus status = RequestStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;
+  // Static batching: the request is complete but keeps its row (and blocks) until its
+  // whole batch completes; it finishes with this reason then.
+  FinishReason held_finish = FinishReason::kNone;
   int32_t num_computed_tokens = 0;       // tokens whose KV is in the cache
   int32_t num_cached_prompt_tokens = 0;  // of those, found in the prefix cache
   BlockTable blocks;
@@ -44,6 +47,7 @@ struct Request {
   int32_t num_tokens() const {
     return static_cast<int32_t>(prompt_tokens.size() + output_tokens.size());
   }
+  int32_t prompt_len() const { return static_cast<int32_t>(prompt_tokens.size()); }
   int32_t TokenAt(int32_t i) const {
     const int32_t p = static_cast<int32_t>(prompt_tokens.size());
     return i < p ? prompt_tokens[i] : output_tokens[i - p];

@@ -25,7 +25,7 @@ const char* FinishReasonName(FinishReason r) {
 
 IterationScheduler::IterationScheduler(const SchedulerConfig& config, KvBlockPool* pool)
     : config_(config), pool_(pool) {
-  if (config_.kv_policy == KvPolicy::kReserve || config_.policy == SchedulingPolicy::kRequest) {
+  if (config_.kv_policy == KvPolicy::kReserve || IsRequestLevel(config_.policy)) {
     config_.prefix_caching = false;  // prefix caching comes on top of `paged` only
   }
 }
@@ -82,17 +82,41 @@ void IterationScheduler::ReleaseIfIdle(Request& r) {
   requests_.erase(it);
 }
 
+void IterationScheduler::Complete(Request& r, FinishReason reason) {
+  if (config_.policy != SchedulingPolicy::kRequest || r.status != RequestStatus::kRunning) {
+    FinishRequest(r, reason);
+    return;
+  }
+  r.held_finish = reason;
+  EndStaticBatchIfComplete();
+}
+
+void IterationScheduler::EndStaticBatchIfComplete() {
+  if (config_.policy != SchedulingPolicy::kRequest) return;
+  for (const Request* r : running_) {
+    if (r->held_finish == FinishReason::kNone) return;
+  }
+  const std::vector<Request*> batch = running_;  // FinishRequest edits running_
+  for (Request* r : batch) FinishRequest(*r, r->held_finish);
+}
+
 bool IterationScheduler::Abort(uint64_t request_id) {
   Request* r = Get(request_id);
   if (r == nullptr || r->finished()) return false;
   FinishRequest(*r, FinishReason::kAbort);
+  EndStaticBatchIfComplete();  // the others may all have been waiting for it
   return true;
 }
 
 bool IterationScheduler::Finish(uint64_t request_id, FinishReason reason) {
   Request* r = Get(request_id);
-  if (r == nullptr || r->finished()) return false;
-  FinishRequest(*r, reason);
+  if (r == nullptr || r->finished() || r->held_finish != FinishReason::kNone) return false;
+  if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+    Complete(*r, reason);
+  } else {
+    FinishRequest(*r, reason);
+    EndStaticBatchIfComplete();
+  }
   return true;
 }
 
@@ -209,12 +233,32 @@ void IterationScheduler::AddToBatch(Request& r, int32_t n, ScheduledBatch& batch
   batch.plan.seqs.push_back(std::move(s));
 }
 
+void IterationScheduler::AddRowOfCompleted(Request& r, ScheduledBatch& batch) {
+  // Recomputes the last position (its KV slot gets the same values again) and samples
+  // nothing: the cost of the row FasterTransformer keeps for a finished sequence.
+  ScheduledSequence s;
+  s.seq_id = r.id;
+  s.start_pos = r.num_computed_tokens;
+  s.token_ids.push_back(r.TokenAt(r.num_computed_tokens));
+  s.block_table = r.blocks.blocks();
+  s.sample = false;
+  s.sampling = r.sampling;
+  s.output_index = static_cast<int32_t>(r.output_tokens.size());
+  batch.num_decode_tokens += 1;
+  ++r.in_flight;
+  batch.plan.seqs.push_back(std::move(s));
+}
+
 bool IterationScheduler::ScheduleRunning(Request& r, bool decode_pass, ScheduledBatch& batch,
                                          int32_t& token_budget) {
   if (r.in_flight > 0 || r.finished()) return true;
   const int32_t remaining = r.num_tokens() - r.num_computed_tokens;
   if (remaining <= 0 || (remaining == 1) != decode_pass) return true;
   if (static_cast<int32_t>(batch.plan.seqs.size()) >= config_.max_batch_size) return false;
+  if (r.held_finish != FinishReason::kNone) {
+    AddRowOfCompleted(r, batch);
+    return true;
+  }
   int32_t n = remaining;
   if (n > token_budget) {
     if (!config_.chunked_prefill || token_budget == 0) return token_budget > 0;
@@ -227,7 +271,7 @@ bool IterationScheduler::ScheduleRunning(Request& r, bool decode_pass, Scheduled
 }
 
 bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, int32_t& token_budget) {
-  const bool request_level = config_.policy == SchedulingPolicy::kRequest;
+  const bool request_level = IsRequestLevel(config_.policy);
   // Request-level batching admits its whole batch at once; members beyond this
   // iteration's token budget start their prefill in the following iterations.
   if (static_cast<int32_t>(batch.plan.seqs.size()) >= config_.max_batch_size ||
@@ -270,7 +314,12 @@ ScheduledBatch IterationScheduler::Schedule() {
   ScheduledBatch batch;
   if (inflight_batches_ >= config_.max_inflight_batches) return batch;
   int32_t budget = config_.max_batched_tokens;
-  const bool request_level = config_.policy == SchedulingPolicy::kRequest;
+  const bool request_level = IsRequestLevel(config_.policy);
+  // Fixed-shape static batching decodes only once the whole batch has prefilled.
+  bool lockstep_wait = false;
+  if (config_.policy == SchedulingPolicy::kRequest) {
+    for (const Request* r : running_) lockstep_wait |= r->num_computed_tokens < r->prompt_len();
+  }
 
   // Decodes first, then continuing prefill chunks, both in admission order. Copies:
   // preemption edits running_.
@@ -278,6 +327,8 @@ ScheduledBatch IterationScheduler::Schedule() {
     std::vector<Request*> order = running_;
     for (Request* r : order) {
       if (r->status != RequestStatus::kRunning) continue;
+      // (A prompt's last token is scheduled in the decode pass: it is one token.)
+      if (decode_pass && lockstep_wait && r->num_computed_tokens >= r->prompt_len()) continue;
       if (!ScheduleRunning(*r, decode_pass, batch, budget)) break;
     }
   }
@@ -337,7 +388,7 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
     }
     if (u.finish_reason != FinishReason::kNone) {
       u.finished = true;
-      FinishRequest(*r, u.finish_reason);
+      Complete(*r, u.finish_reason);
     }
     updates.push_back(std::move(u));
   }

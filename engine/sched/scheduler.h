@@ -6,7 +6,13 @@
 // only when prompt + max_tokens fit, never preempt) or `paged` (allocate as tokens
 // arrive; when blocks run out, preempt the most recently admitted request and
 // recompute it later, keeping its generated tokens), with optional prefix caching of
-// full blocks. `request` scheduling reproduces request-level static batching.
+// full blocks. `request` scheduling reproduces request-level static batching as
+// Triton + FasterTransformer run it: a batch is admitted only onto an idle engine,
+// prefills together, then decodes in lockstep with a fixed shape (a finished member
+// keeps its row, recomputing its last position, until the batch's longest member is
+// done) and all its members finish together. `request-compact` is the same admission
+// without the fixed shape: members decode as soon as their own prefill is done and
+// leave the computation when they complete (their responses are still held).
 //
 // Not thread-safe: owned by the engine's iteration thread.
 #pragma once
@@ -25,7 +31,10 @@
 namespace orca {
 
 enum class KvPolicy { kPaged, kReserve };
-enum class SchedulingPolicy { kIteration, kRequest };
+enum class SchedulingPolicy { kIteration, kRequest, kRequestCompact };
+
+// Whether `p` is one of the request-level (static batching) baselines.
+inline bool IsRequestLevel(SchedulingPolicy p) { return p != SchedulingPolicy::kIteration; }
 
 struct SchedulerConfig {
   int32_t max_batch_size = 64;       // sequences per iteration
@@ -51,6 +60,8 @@ struct RequestUpdate {
   uint64_t request_id = 0;
   std::vector<int32_t> new_tokens;  // at most one per iteration
   std::vector<SampledToken> samples;
+  // The request is complete. Under `request` static batching it keeps its row and
+  // stays running until its whole batch is complete; TakeFinished() returns it then.
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
 };
@@ -97,6 +108,11 @@ class IterationScheduler {
   void MatchPrefix(Request& r);
   void RegisterFullBlocks(Request& r);
   void FinishRequest(Request& r, FinishReason reason);
+  // Completes `r` by stop or length: at once, or under fixed-shape static batching
+  // held until the whole batch is complete.
+  void Complete(Request& r, FinishReason reason);
+  void EndStaticBatchIfComplete();
+  void AddRowOfCompleted(Request& r, ScheduledBatch& batch);
   void ReleaseIfIdle(Request& r);
   Request* Get(uint64_t id);
 

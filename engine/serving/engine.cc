@@ -244,7 +244,7 @@ void Engine::Emit(Live& live, const RequestUpdate& u, double now) {
     live.done = true;
     live.reason = reason;
   }
-  if (options_.scheduler.policy == SchedulingPolicy::kRequest) {
+  if (IsRequestLevel(options_.scheduler.policy)) {
     live.held.push_back(std::move(ev));  // static batching returns only when the batch ends
   } else {
     live.stream->Push(std::move(ev));
@@ -315,7 +315,7 @@ void Engine::Loop() {
     for (auto& r : scheduler_->TakeFinished()) {
       auto it = live_.find(r->id);
       if (it == live_.end()) continue;
-      if (options_.scheduler.policy == SchedulingPolicy::kRequest && scheduler_->num_running() > 0)
+      if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() > 0)
         continue;
       if (it->second->done) {
         Live& live = *it->second;
@@ -329,7 +329,7 @@ void Engine::Loop() {
         FinishLive(r->id, r->finish_reason, "");
       }
     }
-    if (options_.scheduler.policy == SchedulingPolicy::kRequest && scheduler_->num_running() == 0) {
+    if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() == 0) {
       // The static batch is over: release every held response.
       std::vector<uint64_t> done;
       for (auto& [id, live] : live_) {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/attention_kernel.h"
 #include "engine/backend/cpu/small_gemm.h"
 #include "engine/common/thread_pool.h"
 
@@ -242,33 +243,9 @@ class CpuBackend : public Backend {
         vrow[j] = v_cache.f32() + slot * kv_width + int64_t{kvh} * d;
       }
       std::vector<float> scores(kv_len);
-      std::vector<float> acc(d);
-      for (int32_t i = 0; i < q_len; ++i) {
-        const int32_t pos = kv_len - q_len + i;  // causal: attend to [0, pos]
-        const float* qv = q.f32() + int64_t{q_begin + i} * q.ld() + int64_t{h} * d;
-        float max_score = -INFINITY;
-        for (int32_t j = 0; j <= pos; ++j) {
-          float dot = 0;
-          const float* kv = krow[j];
-          for (int32_t c = 0; c < d; ++c) dot += qv[c] * kv[c];
-          scores[j] = dot * scale;
-          max_score = std::max(max_score, scores[j]);
-        }
-        float sum = 0;
-        for (int32_t j = 0; j <= pos; ++j) {
-          scores[j] = std::exp(scores[j] - max_score);
-          sum += scores[j];
-        }
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int32_t j = 0; j <= pos; ++j) {
-          const float p = scores[j];
-          const float* vv = vrow[j];
-          for (int32_t c = 0; c < d; ++c) acc[c] += p * vv[c];
-        }
-        float* o = out.f32() + int64_t{q_begin + i} * out.cols + int64_t{h} * d;
-        const float inv = 1.0f / sum;
-        for (int32_t c = 0; c < d; ++c) o[c] = acc[c] * inv;
-      }
+      AttendOneHead(d, q_len, kv_len, q.f32() + int64_t{q_begin} * q.ld() + int64_t{h} * d, q.ld(),
+                    krow.data(), vrow.data(), scale, scores.data(),
+                    out.f32() + int64_t{q_begin} * out.cols + int64_t{h} * d, out.cols);
     });
   }
 

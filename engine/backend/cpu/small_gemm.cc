@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "engine/backend/cpu/cpu_features.h"
+
 namespace orca {
 namespace {
 
@@ -33,15 +35,23 @@ __attribute__((target("avx2,fma"))) float HorizontalSum(__m256 v) {
 
 // AVX2 version: R rows of x against two weight rows at a time, with 2R accumulators
 // in registers (R is a template parameter so they stay in registers): each 8-wide chunk
-// costs R + 2 loads for 2R FMAs.
+// costs R + 2 loads for 2R FMAs. The next two weight rows (p0, p1) are prefetched while
+// these are computed: rows of a few KB are too short for the hardware prefetcher to
+// ramp up, and without it a 2-4 row product streamed the weights at half the speed of
+// OpenBLAS's sgemv (14 against 25 GB/s on one core of the development machine).
 template <int R>
 __attribute__((target("avx2,fma"))) inline void RowsAvx2(int k, const float* x, int64_t ldx,
                                                          const float* w0, const float* w1,
+                                                         const float* p0, const float* p1,
                                                          float* out0, float* out1, int64_t ldo) {
   const int k8 = k & ~7;
   __m256 a0[R], a1[R];
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
   for (int c = 0; c < k8; c += 8) {
+    if ((c & 15) == 0) {  // one 64-byte line of each next row every 16 floats
+      _mm_prefetch(reinterpret_cast<const char*>(p0 + c), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p1 + c), _MM_HINT_T0);
+    }
     const __m256 v0 = _mm256_loadu_ps(w0 + c);
     const __m256 v1 = _mm256_loadu_ps(w1 + c);
     for (int r = 0; r < R; ++r) {
@@ -69,18 +79,24 @@ __attribute__((target("avx2,fma"))) void BlockAvx2(int m, int k, const float* x,
     const int64_t j1 = j + 1 < n1 ? j + 1 : j;  // an odd tail computes its last row twice
     const float* w0 = w + j * k;
     const float* w1 = w + j1 * k;
+    // The rows after these in this block (at its end: these again, a no-op).
+    const float* p0 = j + 2 < n1 ? w0 + 2 * k : w0;
+    const float* p1 = j1 + 2 < n1 ? w1 + 2 * k : w1;
     int r = 0;
     for (; r + 4 <= m; r += 4)
-      RowsAvx2<4>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
+      RowsAvx2<4>(k, x + r * ldx, ldx, w0, w1, p0, p1, out + r * ldo + j, out + r * ldo + j1, ldo);
     switch (m - r) {
       case 3:
-        RowsAvx2<3>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
+        RowsAvx2<3>(k, x + r * ldx, ldx, w0, w1, p0, p1, out + r * ldo + j, out + r * ldo + j1,
+                    ldo);
         break;
       case 2:
-        RowsAvx2<2>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
+        RowsAvx2<2>(k, x + r * ldx, ldx, w0, w1, p0, p1, out + r * ldo + j, out + r * ldo + j1,
+                    ldo);
         break;
       case 1:
-        RowsAvx2<1>(k, x + r * ldx, ldx, w0, w1, out + r * ldo + j, out + r * ldo + j1, ldo);
+        RowsAvx2<1>(k, x + r * ldx, ldx, w0, w1, p0, p1, out + r * ldo + j, out + r * ldo + j1,
+                    ldo);
         break;
       default:
         break;
@@ -94,11 +110,6 @@ __attribute__((target("avx2,fma"))) void BlockAvx2(int m, int k, const float* x,
   }
 }
 
-bool HasAvx2Fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
-
 }  // namespace
 
 void SmallGemm(
@@ -106,7 +117,7 @@ void SmallGemm(
     int64_t ldo,
     const std::function<void(int64_t, const std::function<void(int64_t)>&)>& parallel_for) {
   const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
-  const bool avx2 = HasAvx2Fma();
+  const bool avx2 = CpuHasAvx2Fma();
   parallel_for(tasks, [&](int64_t t) {
     const int64_t n0 = t * kRowsPerTask, n1 = std::min<int64_t>(n, n0 + kRowsPerTask);
     if (avx2) {

@@ -281,22 +281,135 @@ TEST(SchedulerTest, StopTokensMinTokensAndContextLimit) {
 }
 
 TEST(SchedulerTest, RequestLevelBatchesNeverAdmitUntilTheBatchIsDone) {
+  for (SchedulingPolicy policy : {SchedulingPolicy::kRequest, SchedulingPolicy::kRequestCompact}) {
+    SchedulerConfig c;
+    c.policy = policy;
+    c.max_batch_size = 3;
+    c.max_model_len = 256;
+    Harness h(c, 200);
+    ASSERT_TRUE(h.sched.Add(MakeRequest(1, 5, 2)).ok());
+    ASSERT_TRUE(h.sched.Add(MakeRequest(2, 5, 10)).ok());
+    ASSERT_TRUE(h.sched.Add(MakeRequest(3, 5, 3)).ok());
+    ASSERT_TRUE(h.sched.Add(MakeRequest(4, 5, 3)).ok());
+    while (!h.finished.count(2)) {
+      h.Step();
+      ASSERT_FALSE(InPlan(h.plans.back(), 4)) << "request 4 joined a running static batch";
+    }
+    h.Step();
+    EXPECT_TRUE(InPlan(h.plans.back(), 4));
+    h.RunToCompletion();
+    EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+  }
+}
+
+// Outputs of requests run alone under iteration-level scheduling: the reference that
+// every batching policy must reproduce token for token.
+std::map<uint64_t, std::vector<int32_t>> RunAlone(const std::vector<std::pair<int, int>>& reqs) {
+  std::map<uint64_t, std::vector<int32_t>> out;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SchedulerConfig c;
+    c.max_model_len = 256;
+    Harness h(c, 200);
+    EXPECT_TRUE(h.sched.Add(MakeRequest(i + 1, reqs[i].first, reqs[i].second)).ok());
+    h.RunToCompletion();
+    out[i + 1] = h.outputs[i + 1];
+  }
+  return out;
+}
+
+TEST(SchedulerTest, StaticBatchKeepsItsShapeUntilTheLongestMemberIsDone) {
+  // FasterTransformer's static batch: all members prefill, then every iteration has a
+  // row for every member (finished ones recompute without sampling) until the
+  // longest is done, and then all of them finish together.
+  const std::vector<std::pair<int, int>> reqs = {{5, 2}, {9, 10}, {3, 4}};
+  SchedulerConfig c;
+  c.policy = SchedulingPolicy::kRequest;
+  c.max_batch_size = 3;
+  c.max_batched_tokens = 8;  // the prompts (17 tokens) need three iterations
+  c.max_model_len = 256;
+  Harness h(c, 200);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    ASSERT_TRUE(h.sched.Add(MakeRequest(i + 1, reqs[i].first, reqs[i].second)).ok());
+  int prefill_iterations = 0;
+  int decode_iterations = 0;
+  std::set<uint64_t> completed;
+  while (h.sched.has_work()) {
+    auto updates = h.Step();
+    const ScheduledBatch& b = h.plans.back();
+    ASSERT_FALSE(b.empty());
+    if (b.num_prefill_tokens > 0) {
+      ++prefill_iterations;
+      EXPECT_EQ(b.num_decode_tokens, 0) << "a member decoded before the batch had prefilled";
+      continue;
+    }
+    ++decode_iterations;
+    ASSERT_EQ(b.plan.seqs.size(), 3u) << "decode iteration " << decode_iterations;
+    for (const auto& s : b.plan.seqs) {
+      EXPECT_EQ(s.sample, completed.count(s.seq_id) == 0) << "request " << s.seq_id;
+    }
+    for (const auto& u : updates) {
+      if (u.finished) completed.insert(u.request_id);
+    }
+    if (completed.size() < 3) {
+      EXPECT_TRUE(h.sched.TakeFinished().empty()) << "a member left before its batch ended";
+    }
+  }
+  EXPECT_EQ(prefill_iterations, 3);
+  EXPECT_EQ(decode_iterations, 9) << "the longest member's 10 tokens, the first from prefill";
+  EXPECT_EQ(h.sched.TakeFinished().size(), 3u);
+  EXPECT_EQ(h.outputs, RunAlone(reqs));
+  for (uint64_t id = 1; id <= 3; ++id) EXPECT_EQ(h.finished[id], FinishReason::kLength);
+  EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+}
+
+TEST(SchedulerTest, CompactStaticBatchStopsComputingFinishedMembers) {
+  const std::vector<std::pair<int, int>> reqs = {{5, 2}, {9, 10}, {3, 4}};
+  SchedulerConfig c;
+  c.policy = SchedulingPolicy::kRequestCompact;
+  c.max_batch_size = 3;
+  c.max_model_len = 256;
+  Harness h(c, 200);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    ASSERT_TRUE(h.sched.Add(MakeRequest(i + 1, reqs[i].first, reqs[i].second)).ok());
+  h.RunToCompletion();
+  // The prompts fit one iteration, so every row samples: none recomputes a finished one.
+  for (const auto& b : h.plans) {
+    for (const auto& s : b.plan.seqs) EXPECT_TRUE(s.sample) << "request " << s.seq_id;
+  }
+  EXPECT_EQ(h.plans.back().plan.seqs.size(), 1u);
+  EXPECT_EQ(h.outputs, RunAlone(reqs));
+}
+
+TEST(SchedulerTest, StaticBatchEndsWhenItsLastRunningMemberIsAbortedOrStopped) {
   SchedulerConfig c;
   c.policy = SchedulingPolicy::kRequest;
   c.max_batch_size = 3;
   c.max_model_len = 256;
   Harness h(c, 200);
   ASSERT_TRUE(h.sched.Add(MakeRequest(1, 5, 2)).ok());
-  ASSERT_TRUE(h.sched.Add(MakeRequest(2, 5, 10)).ok());
-  ASSERT_TRUE(h.sched.Add(MakeRequest(3, 5, 3)).ok());
+  ASSERT_TRUE(h.sched.Add(MakeRequest(2, 5, 50)).ok());
+  ASSERT_TRUE(h.sched.Add(MakeRequest(3, 5, 50)).ok());
   ASSERT_TRUE(h.sched.Add(MakeRequest(4, 5, 3)).ok());
-  while (!h.finished.count(2)) {
-    h.Step();
-    ASSERT_FALSE(InPlan(h.plans.back(), 4)) << "request 4 joined a running static batch";
-  }
+  while (!h.finished.count(1)) h.Step();
   h.Step();
-  EXPECT_TRUE(InPlan(h.plans.back(), 4));
+  EXPECT_EQ(h.sched.num_running(), 3);
+  EXPECT_TRUE(h.sched.Finish(2, FinishReason::kStop));  // a stop string, held like a length
+  EXPECT_FALSE(h.sched.Finish(2, FinishReason::kStop));
+  EXPECT_EQ(h.sched.num_running(), 3);
+  EXPECT_TRUE(h.sched.TakeFinished().empty());
+  EXPECT_TRUE(h.sched.Abort(3));  // leaves at once; the batch has nothing left to run
+  EXPECT_EQ(h.sched.num_running(), 0);
+  auto done = h.sched.TakeFinished();
+  ASSERT_EQ(done.size(), 3u);
+  std::map<uint64_t, FinishReason> reasons;
+  for (const auto& r : done) reasons[r->id] = r->finish_reason;
+  EXPECT_EQ(reasons[1], FinishReason::kLength);
+  EXPECT_EQ(reasons[2], FinishReason::kStop);
+  EXPECT_EQ(reasons[3], FinishReason::kAbort);
+  h.Step();
+  EXPECT_TRUE(InPlan(h.plans.back(), 4)) << "the next batch starts";
   h.RunToCompletion();
+  EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
 }
 
 TEST(SchedulerTest, InFlightRequestsAreNotScheduledTwice) {
@@ -320,7 +433,7 @@ TEST(SchedulerTest, InFlightRequestsAreNotScheduledTwice) {
 }
 
 TEST(SchedulerTest, RandomizedChurnNeverLeaksBlocks) {
-  for (uint32_t seed = 1; seed <= 6; ++seed) {
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
     SchedulerConfig c;
     std::mt19937 rng(seed);
     c.max_model_len = 128;
@@ -328,6 +441,9 @@ TEST(SchedulerTest, RandomizedChurnNeverLeaksBlocks) {
     c.max_batched_tokens = 8 + rng() % 64;
     c.kv_policy = rng() % 3 == 0 ? KvPolicy::kReserve : KvPolicy::kPaged;
     c.prefix_caching = rng() % 2;
+    const SchedulingPolicy policies[] = {SchedulingPolicy::kIteration, SchedulingPolicy::kRequest,
+                                         SchedulingPolicy::kRequestCompact};
+    c.policy = policies[rng() % 3];
     c.chunked_prefill = rng() % 4 != 0;
     c.max_inflight_batches = 1 + rng() % 2;
     Harness h(c, 24 + rng() % 40);

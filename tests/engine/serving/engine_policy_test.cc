@@ -1,0 +1,100 @@
+// The three scheduling policies on a real model (stories260K) through the Engine: they
+// must produce the same greedy tokens, and differ only in what they compute. Under
+// `request` (FasterTransformer's static batch) a finished member keeps its row until
+// the longest member is done; under `request-compact` it leaves; under `iteration`
+// new requests join a running batch.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "engine/serving/engine.h"
+#include "tests/testutil/testutil.h"
+
+namespace orca {
+namespace {
+
+struct TokenCounter : EngineObserver {
+  void OnIteration(double, double, int32_t batch_size, int32_t num_tokens, int32_t) override {
+    ++iterations;
+    rows += batch_size;
+    tokens += num_tokens;
+  }
+  void OnFirstToken(double, double) override {}
+  void OnToken(double) override {}
+  void OnFinished(FinishReason, int32_t, int32_t, double) override {}
+  int64_t iterations = 0, rows = 0, tokens = 0;
+};
+
+struct PolicyRun {
+  std::vector<std::vector<int32_t>> outputs;
+  TokenCounter counter;
+};
+
+// Submits every request before the loop starts, so a static batch holds all of them.
+void RunPolicy(const std::string& dir, SchedulingPolicy policy, const std::vector<int>& max_tokens,
+               PolicyRun* run) {
+  EngineOptions eo;
+  eo.model_dir = dir;
+  eo.num_kv_blocks = 256;
+  eo.num_threads = 1;
+  eo.scheduler.policy = policy;
+  auto engine = Engine::Create(eo);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  (*engine)->SetObserver(&run->counter);
+  const char* prompts[] = {"Once upon a time", "The little dog", "Lily and Ben were friends",
+                           "One day", "The sun was hot and the sky"};
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < max_tokens.size(); ++i) {
+    GenerateParams p;
+    p.prompt_tokens = (*engine)->tokenizer().Encode(prompts[i % 5], true);
+    p.max_tokens = max_tokens[i];
+    p.ignore_eos = true;
+    p.sampling.temperature = 0;
+    auto s = (*engine)->Submit(std::move(p));
+    ASSERT_TRUE(s.ok()) << s.status();
+    streams.push_back(*s);
+  }
+  (*engine)->Start();
+  for (auto& s : streams) {
+    std::vector<int32_t> out;
+    StreamEvent ev;
+    bool finished = false;
+    while (!finished) {
+      ASSERT_TRUE(s->Pop(&ev, absl::Seconds(60))) << "no event for 60 s";
+      out.insert(out.end(), ev.token_ids.begin(), ev.token_ids.end());
+      finished = ev.finished;
+    }
+    EXPECT_EQ(ev.finish_reason, FinishReason::kLength);
+    run->outputs.push_back(out);
+  }
+  (*engine)->Stop();
+}
+
+TEST(EnginePolicyTest, StaticBatchesComputeFinishedRowsAndMatchIterationLevel) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  const std::vector<int> max_tokens = {3, 7, 12, 20, 30};
+  PolicyRun iteration, request, compact;
+  RunPolicy(dir, SchedulingPolicy::kIteration, max_tokens, &iteration);
+  RunPolicy(dir, SchedulingPolicy::kRequest, max_tokens, &request);
+  RunPolicy(dir, SchedulingPolicy::kRequestCompact, max_tokens, &compact);
+  ASSERT_EQ(iteration.outputs.size(), max_tokens.size());
+  for (size_t i = 0; i < max_tokens.size(); ++i) {
+    EXPECT_EQ(iteration.outputs[i].size(), static_cast<size_t>(max_tokens[i]));
+  }
+  EXPECT_EQ(request.outputs, iteration.outputs);
+  EXPECT_EQ(compact.outputs, iteration.outputs);
+
+  // One prefill iteration for all five, then 29 decode iterations for the longest.
+  EXPECT_EQ(request.counter.iterations, 30);
+  EXPECT_EQ(compact.counter.iterations, 30);
+  // request: every decode iteration has all 5 rows; compact: only unfinished ones.
+  int64_t compact_decode_rows = 0;
+  for (int m : max_tokens) compact_decode_rows += m - 1;
+  EXPECT_EQ(request.counter.rows, 5 + 5 * 29);
+  EXPECT_EQ(compact.counter.rows, 5 + compact_decode_rows);
+  EXPECT_EQ(request.counter.tokens - compact.counter.tokens, 5 * 29 - compact_decode_rows);
+}
+
+}  // namespace
+}  // namespace orca
