@@ -40,6 +40,9 @@ void AddServeFlags(Flags& f) {
       .Add("num-requests", "200", "requests per run (per sweep point)")
       .Add("duration", "0", "if > 0: requests per run = rate * duration (open loop)")
       .Add("rate", "1", "Poisson arrival rate, requests/s (0 = all at once)")
+      .Add("burstiness", "1",
+           "shape of the gamma-distributed arrival gaps: 1 = Poisson, < 1 burstier, > 1 "
+           "steadier (mean rate unchanged)")
       .Add("sweep", "", "comma-separated rates: one run each, plotted as the paper's Figure 10")
       .Add("concurrency", "0", "closed loop with this many clients instead of arrivals")
       .Add("sweep-concurrency", "", "comma-separated client counts: a closed-loop sweep")
@@ -179,6 +182,9 @@ absl::StatusOr<ServeSetup> SetupFromFlags(const Flags& f) {
   } else {
     return absl::InvalidArgumentError("--trace must be paper, fixed or file");
   }
+  ORCA_ASSIGN_OR_RETURN(t.burstiness, f.GetDouble("burstiness"));
+  if (!(t.burstiness > 0) || std::isinf(t.burstiness))
+    return absl::InvalidArgumentError("--burstiness must be a positive number");
   ORCA_ASSIGN_OR_RETURN(t.token_id_min, i32("token-id-min"));
   ORCA_ASSIGN_OR_RETURN(t.token_id_max, i32("token-id-max"));
   ORCA_ASSIGN_OR_RETURN(int64_t seed, f.GetInt("seed"));
@@ -237,6 +243,7 @@ json ConfigJson(const ServeSetup& s, const Target& target) {
   if (s.trace_kind != "file") {
     trace["input_len_range"] = {s.trace.input_min, s.trace.input_max};
     trace["output_len_range"] = {s.trace.output_min, s.trace.output_max};
+    trace["burstiness"] = s.trace.burstiness;
   }
   return json{{"command", s.command},
               {"url", target.url},

@@ -28,12 +28,31 @@ class Rng {
   }
   // Exponential with mean 1.
   double Exponential() { return -std::log1p(-Uniform()); }
+  // Standard normal (Box-Muller; one of the pair is dropped).
+  double Normal() {
+    const double u = 1.0 - Uniform();  // (0, 1]
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * M_PI * Uniform());
+  }
+  // Gamma with shape `a` and scale 1 (Marsaglia and Tsang, 2000; a < 1 via a + 1).
+  double Gamma(double a) {
+    if (a < 1.0) return Gamma(a + 1.0) * std::pow(1.0 - Uniform(), 1.0 / a);
+    const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+    while (true) {
+      const double x = Normal();
+      double v = 1.0 + c * x;
+      if (v <= 0) continue;
+      v = v * v * v;
+      const double u = 1.0 - Uniform();
+      if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
+    }
+  }
 
  private:
   std::mt19937_64 gen_;
 };
 
 constexpr uint64_t kPromptStream = 0x9e3779b97f4a7c15ull;
+constexpr uint64_t kGapStream = 0xc2b2ae3d27d4eb4full;
 
 absl::Status CheckRange(const char* what, int32_t lo, int32_t hi, int32_t floor) {
   if (lo < floor || hi < lo) {
@@ -56,13 +75,19 @@ absl::StatusOr<std::vector<TraceRequest>> GenerateTrace(const TraceOptions& o) {
   ORCA_RETURN_IF_ERROR(CheckRange("input length", o.input_min, o.input_max, 1));
   ORCA_RETURN_IF_ERROR(CheckRange("output length", o.output_min, o.output_max, 1));
   ORCA_RETURN_IF_ERROR(CheckRange("token id", o.token_id_min, o.token_id_max, 0));
+  if (!(o.burstiness > 0) || std::isinf(o.burstiness)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("burstiness must be a positive number, got ", o.burstiness));
+  }
   const bool burst = !(o.rate > 0) || std::isinf(o.rate);
-  Rng rng(o.seed), prompts(o.seed ^ kPromptStream);
+  Rng rng(o.seed), prompts(o.seed ^ kPromptStream), gaps(o.seed ^ kGapStream);
   std::vector<TraceRequest> trace(static_cast<size_t>(o.num_requests));
   double t = 0;
   for (auto& r : trace) {
-    // The gap is drawn even for a burst so lengths do not depend on the rate.
-    const double gap = rng.Exponential();
+    // The exponential gap is drawn even for a burst or gamma gaps (from their own
+    // stream, which takes a varying number of draws), so lengths depend on neither.
+    double gap = rng.Exponential();
+    if (o.burstiness != 1.0) gap = gaps.Gamma(o.burstiness) / o.burstiness;
     t += gap;
     r.arrival_s = burst ? 0.0 : t / o.rate;
     r.input_len = rng.Int(o.input_min, o.input_max);

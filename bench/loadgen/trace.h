@@ -3,6 +3,9 @@
 //
 //   - the ORCA paper's synthetic trace (section 6.2): Poisson arrivals at rate λ, input
 //     length uniform in [32, 512], output length uniform in [1, 128] (bounds adjustable);
+//     `burstiness` B != 1 draws the gaps from a gamma distribution of shape B instead
+//     (mean 1/λ, coefficient of variation 1/sqrt(B): burstier below 1, steadier above),
+//     as vLLM's benchmark does;
 //   - a fixed-length trace (every request the same lengths), Poisson or closed-loop;
 //   - a JSONL trace file, one request per line:
 //       {"arrival_s": 0.25, "input_len": 100, "output_len": 20}
@@ -34,6 +37,9 @@ struct TraceOptions {
   int64_t num_requests = 100;
   // Poisson arrival rate in requests/s; <= 0 or infinity sends everything at t = 0.
   double rate = 1.0;
+  // Shape of the gamma-distributed gaps between arrivals (> 0); 1 is Poisson. Lengths
+  // and prompts do not depend on it.
+  double burstiness = 1.0;
   // Input and output lengths, uniform over the closed ranges (min == max: fixed).
   int32_t input_min = 32, input_max = 512;
   int32_t output_min = 1, output_max = 128;
@@ -44,7 +50,7 @@ struct TraceOptions {
 };
 
 // Returns the paper's trace (or, with min == max, a fixed-length one) for `options`.
-// Fails with InvalidArgument on empty or inverted ranges.
+// Fails with InvalidArgument on empty or inverted ranges or a burstiness <= 0.
 absl::StatusOr<std::vector<TraceRequest>> GenerateTrace(const TraceOptions& options);
 
 // Returns `trace` with every prompt redrawn, lengths kept, from a stream keyed by

@@ -45,9 +45,10 @@ request_url=$url
 start_server iteration
 
 # The paper's trace scaled to the 512-token context: inputs U[16, 256], outputs
-# U[1, 64], token ids < 512.
+# U[1, 64], token ids < 512; bursty arrivals (gamma gaps of shape 0.5).
 "$ORCA_BENCH_BIN" serve --url "$url,$request_url" --label iteration,request --trace paper \
   --input-min 16 --input-max 256 --output-min 1 --output-max 64 --token-id-max 500 \
+  --burstiness 0.5 \
   --num-requests 24 --sweep 4,16 --cooldown 0.2 --seed 7 --slo-normalized-ms 1000 \
   --save-requests --require-success --progress-interval 1 \
   --out "$work/sweep.json" 2>"$work/sweep.err" ||
@@ -98,6 +99,7 @@ for k in ["hostname", "cpu_model", "logical_cores", "memory"]:
 assert [(r["label"], r["config"]["rate"]) for r in sweep["runs"]] == \
        [("iteration", 4), ("request", 4), ("iteration", 16), ("request", 16)]
 assert [t["label"] for t in sweep["config"]["targets"]] == ["iteration", "request"]
+assert all(r["config"]["trace"]["burstiness"] == 0.5 for r in sweep["runs"])
 received = {"iteration": 0, "request": 0}
 for run in sweep["runs"]:
     received[run["label"]] += check_run(run, 24)

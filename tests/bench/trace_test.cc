@@ -82,6 +82,40 @@ TEST(TraceTest, PaperTraceMomentsMatchTheDistributions) {
   EXPECT_NEAR(cv / cm, 1.0, 0.12);
 }
 
+TEST(TraceTest, BurstinessShapesTheGapsButNotTheRateOrTheLengths) {
+  auto poisson = GenerateTrace(PaperTrace(20000, 4.0, 7));
+  ASSERT_TRUE(poisson.ok());
+  for (double b : {0.25, 4.0}) {
+    TraceOptions o = PaperTrace(20000, 4.0, 7);
+    o.burstiness = b;
+    auto t = GenerateTrace(o);
+    ASSERT_TRUE(t.ok()) << t.status();
+    std::vector<double> gaps;
+    double prev = 0;
+    for (size_t i = 0; i < t->size(); ++i) {
+      gaps.push_back((*t)[i].arrival_s - prev);
+      prev = (*t)[i].arrival_s;
+      ASSERT_EQ((*t)[i].input_len, (*poisson)[i].input_len) << "burstiness changed a length";
+      ASSERT_EQ((*t)[i].output_len, (*poisson)[i].output_len);
+      ASSERT_EQ((*t)[i].prompt, (*poisson)[i].prompt);
+    }
+    // Gamma(shape b, scale 1 / (rate b)): mean 1 / rate, coefficient of variation
+    // 1 / sqrt(b). Standard errors of the mean are 1.4 % (b = 0.25) and 0.35 % (b = 4).
+    double mean = std::accumulate(gaps.begin(), gaps.end(), 0.0) / gaps.size(), var = 0;
+    for (double g : gaps) var += (g - mean) * (g - mean);
+    var /= gaps.size() - 1;
+    EXPECT_NEAR(mean, 0.25, 0.25 * 0.05) << "burstiness " << b;
+    EXPECT_NEAR(std::sqrt(var) / mean, 1.0 / std::sqrt(b), 0.06 / std::sqrt(b))
+        << "burstiness " << b;
+    auto again = GenerateTrace(o);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->back().arrival_s, t->back().arrival_s) << "not reproducible";
+  }
+  TraceOptions bad = PaperTrace(10, 1.0, 1);
+  bad.burstiness = 0;
+  EXPECT_EQ(GenerateTrace(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TraceTest, PromptsHaveTheInputLengthAndTokenRange) {
   TraceOptions o = PaperTrace(200, 1.0, 3);
   o.token_id_min = 5;
