@@ -251,6 +251,42 @@ void Engine::Emit(Live& live, const RequestUpdate& u, double now) {
   }
 }
 
+void Engine::RetireFinished(double now) {
+  // Requests that finished (by token, length, stop string, abort) leave now.
+  for (auto& r : scheduler_->TakeFinished()) {
+    auto it = live_.find(r->id);
+    if (it == live_.end()) continue;
+    if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() > 0)
+      continue;
+    if (it->second->done) {
+      Live& live = *it->second;
+      for (auto& h : live.held) live.stream->Push(std::move(h));
+      if (observer_) {
+        observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
+                              now - live.arrival);
+      }
+      live_.erase(it);
+    } else {
+      FinishLive(r->id, r->finish_reason, "");
+    }
+  }
+  if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() == 0) {
+    // The static batch is over: release every held response.
+    std::vector<uint64_t> done;
+    for (auto& [id, live] : live_) {
+      if (live->done) done.push_back(id);
+    }
+    for (uint64_t id : done) {
+      Live& live = *live_[id];
+      for (auto& h : live.held) live.stream->Push(std::move(h));
+      if (observer_)
+        observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
+                              now - live.arrival);
+      live_.erase(id);
+    }
+  }
+}
+
 void Engine::Loop() {
   int64_t iterations = 0;
   while (true) {
@@ -264,6 +300,7 @@ void Engine::Loop() {
       }
       if (stop_) return;
       DrainInbox();
+      RetireFinished(Now());  // e.g. a static batch whose last running member was aborted
     }
     const double t0 = Now();
     ScheduledBatch batch = scheduler_->Schedule();
@@ -311,39 +348,7 @@ void Engine::Loop() {
         Emit(*it->second, u, t2);
       }
     }
-    // Requests that finished (by token, length, stop string, abort) leave now.
-    for (auto& r : scheduler_->TakeFinished()) {
-      auto it = live_.find(r->id);
-      if (it == live_.end()) continue;
-      if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() > 0)
-        continue;
-      if (it->second->done) {
-        Live& live = *it->second;
-        for (auto& h : live.held) live.stream->Push(std::move(h));
-        if (observer_) {
-          observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
-                                t2 - live.arrival);
-        }
-        live_.erase(it);
-      } else {
-        FinishLive(r->id, r->finish_reason, "");
-      }
-    }
-    if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() == 0) {
-      // The static batch is over: release every held response.
-      std::vector<uint64_t> done;
-      for (auto& [id, live] : live_) {
-        if (live->done) done.push_back(id);
-      }
-      for (uint64_t id : done) {
-        Live& live = *live_[id];
-        for (auto& h : live.held) live.stream->Push(std::move(h));
-        if (observer_)
-          observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
-                                t2 - live.arrival);
-        live_.erase(id);
-      }
-    }
+    RetireFinished(t2);
     const double t3 = Now();
     ++iterations;
     snapshot_.num_running = scheduler_->num_running();

@@ -100,6 +100,9 @@ class Engine {
   void DrainInbox() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Live& live, const RequestUpdate& update, double now);
   void FinishLive(uint64_t id, FinishReason reason, const std::string& error);
+  // Hands finished requests' last events to their streams; under static batching, the
+  // held responses once the whole batch is over.
+  void RetireFinished(double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   EngineOptions options_;
   std::unique_ptr<Backend> backend_;

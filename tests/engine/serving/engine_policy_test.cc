@@ -96,5 +96,49 @@ TEST(EnginePolicyTest, StaticBatchesComputeFinishedRowsAndMatchIterationLevel) {
   EXPECT_EQ(request.counter.tokens - compact.counter.tokens, 5 * 29 - compact_decode_rows);
 }
 
+// A static batch whose last running member is aborted (its client went away) is over:
+// the responses it held must go out at once, not when some later request arrives.
+TEST(EnginePolicyTest, AbortingTheLastRunningMemberReleasesTheStaticBatch) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  for (SchedulingPolicy policy : {SchedulingPolicy::kRequest, SchedulingPolicy::kRequestCompact}) {
+    EngineOptions eo;
+    eo.model_dir = dir;
+    eo.num_kv_blocks = 256;
+    eo.num_threads = 1;
+    eo.scheduler.policy = policy;
+    auto engine = Engine::Create(eo);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    auto submit = [&](int max_tokens) {
+      GenerateParams p;
+      p.prompt_tokens = (*engine)->tokenizer().Encode("Once upon a time", true);
+      p.max_tokens = max_tokens;
+      p.ignore_eos = true;
+      p.sampling.temperature = 0;
+      auto s = (*engine)->Submit(std::move(p));
+      EXPECT_TRUE(s.ok()) << s.status();
+      return *s;
+    };
+    auto short_one = submit(2);
+    auto long_one = submit(400);
+    (*engine)->Start();
+    while ((*engine)->Snapshot().iterations < 10) absl::SleepFor(absl::Milliseconds(1));
+    (*engine)->Abort(long_one->id());
+    StreamEvent ev;
+    int32_t tokens = 0;
+    do {
+      ASSERT_TRUE(short_one->Pop(&ev, absl::Seconds(5)))
+          << "the held response was not released after the batch's last member left";
+      tokens += static_cast<int32_t>(ev.token_ids.size());
+    } while (!ev.finished);
+    EXPECT_EQ(ev.finish_reason, FinishReason::kLength);
+    EXPECT_EQ(tokens, 2);
+    do {
+      ASSERT_TRUE(long_one->Pop(&ev, absl::Seconds(5)));
+    } while (!ev.finished);
+    EXPECT_EQ(ev.finish_reason, FinishReason::kAbort);
+    (*engine)->Stop();
+  }
+}
+
 }  // namespace
 }  // namespace orca
