@@ -39,8 +39,8 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(const Flags& f) {
   } else if (policy == "request-compact") {
     o.scheduler.policy = SchedulingPolicy::kRequestCompact;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--policy must be iteration, request or request-compact, got '", policy, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--policy must be iteration, request or request-compact, got '", policy, "'"));
   }
   const std::string kv = f.GetString("kv-policy");
   if (kv == "paged") {

@@ -256,8 +256,7 @@ void Engine::RetireFinished(double now) {
   for (auto& r : scheduler_->TakeFinished()) {
     auto it = live_.find(r->id);
     if (it == live_.end()) continue;
-    if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() > 0)
-      continue;
+    if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() > 0) continue;
     if (it->second->done) {
       Live& live = *it->second;
       for (auto& h : live.held) live.stream->Push(std::move(h));

@@ -60,9 +60,9 @@ __attribute__((target("avx2,fma"))) inline __m256 Exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(4.1665795894e-2f));
   p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.6666665459e-1f));
   p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 y =
-      _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(x, x), x), _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(x, x), x), _mm256_set1_ps(1.0f));
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 

@@ -52,8 +52,8 @@ TEST(AttentionKernelTest, MatchesADoubleReference) {
               for (int j = 0; j < n; ++j) ref += s[j] / sum * vrow[j][c];
               // Large scores carry float rounding of ~1e-7 x |score| into the weights.
               ASSERT_NEAR(out[i * ldo + c], ref, scale > 1 ? 2e-4 : 2e-5)
-                  << "d=" << d << " q_len=" << q_len << " kv_len=" << kv_len
-                  << " scale=" << scale << " row " << i << " col " << c;
+                  << "d=" << d << " q_len=" << q_len << " kv_len=" << kv_len << " scale=" << scale
+                  << " row " << i << " col " << c;
             }
             for (int c = d; c < ldo; ++c) ASSERT_EQ(out[i * ldo + c], 777.0f) << "wrote past d";
           }

@@ -35,14 +35,15 @@ TEST(SmallGemmTest, MatchesADoubleReference) {
         for (float& v : w) v = u(rng);
         for (float& v : bias) v = u(rng);
         std::vector<float> out(m * ldo, 12345.0f);
-        SmallGemm(m, n, k, x.data(), ldx, w.data(), with_bias ? bias.data() : nullptr,
-                  out.data(), ldo, m % 2 ? Serial : Reversed);
+        SmallGemm(m, n, k, x.data(), ldx, w.data(), with_bias ? bias.data() : nullptr, out.data(),
+                  ldo, m % 2 ? Serial : Reversed);
         for (int r = 0; r < m; ++r) {
           for (int j = 0; j < n; ++j) {
             double ref = with_bias ? bias[j] : 0.0, mag = std::abs(ref);
             for (int c = 0; c < k; ++c) {
               ref += static_cast<double>(x[r * ldx + c]) * w[static_cast<size_t>(j) * k + c];
-              mag += std::abs(static_cast<double>(x[r * ldx + c]) * w[static_cast<size_t>(j) * k + c]);
+              mag +=
+                  std::abs(static_cast<double>(x[r * ldx + c]) * w[static_cast<size_t>(j) * k + c]);
             }
             ASSERT_NEAR(out[r * ldo + j], ref, 1e-5 * mag + 1e-6)
                 << "m=" << m << " n=" << n << " k=" << k << " row " << r << " col " << j;
