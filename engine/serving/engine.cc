@@ -196,11 +196,9 @@ void Engine::FinishLive(uint64_t id, FinishReason reason, const std::string& err
   ev.prompt_tokens = live.prompt_tokens;
   ev.completion_tokens = live.completion_tokens;
   ev.cached_prompt_tokens = live.cached_prompt_tokens;
-  for (auto& h : live.held) live.stream->Push(std::move(h));
-  live.stream->Push(std::move(ev));
-  if (observer_)
-    observer_->OnFinished(reason, live.prompt_tokens, live.completion_tokens, Now() - live.arrival);
-  live_.erase(it);
+  live.held.push_back(std::move(ev));
+  live.reason = reason;
+  ReleaseDone(id, Now());
 }
 
 void Engine::Emit(Live& live, const RequestUpdate& u, double now) {
@@ -251,38 +249,37 @@ void Engine::Emit(Live& live, const RequestUpdate& u, double now) {
   }
 }
 
+void Engine::ReleaseDone(uint64_t id, double now) {
+  auto it = live_.find(id);
+  Live& live = *it->second;
+  for (auto& h : live.held) live.stream->Push(std::move(h));
+  if (observer_) {
+    observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
+                          now - live.arrival);
+  }
+  live_.erase(it);
+}
+
 void Engine::RetireFinished(double now) {
-  // Requests that finished (by token, length, stop string, abort) leave now.
+  // Requests that finished (by token, length, stop string, abort) leave now; under
+  // static batching those that completed wait for their batch.
+  const bool static_batching = IsRequestLevel(options_.scheduler.policy);
   for (auto& r : scheduler_->TakeFinished()) {
     auto it = live_.find(r->id);
     if (it == live_.end()) continue;
-    if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() > 0) continue;
-    if (it->second->done) {
-      Live& live = *it->second;
-      for (auto& h : live.held) live.stream->Push(std::move(h));
-      if (observer_) {
-        observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
-                              now - live.arrival);
-      }
-      live_.erase(it);
-    } else {
+    if (!it->second->done) {
       FinishLive(r->id, r->finish_reason, "");
+    } else if (!static_batching) {
+      ReleaseDone(r->id, now);
     }
   }
-  if (IsRequestLevel(options_.scheduler.policy) && scheduler_->num_running() == 0) {
+  if (static_batching && scheduler_->num_running() == 0) {
     // The static batch is over: release every held response.
     std::vector<uint64_t> done;
     for (auto& [id, live] : live_) {
       if (live->done) done.push_back(id);
     }
-    for (uint64_t id : done) {
-      Live& live = *live_[id];
-      for (auto& h : live.held) live.stream->Push(std::move(h));
-      if (observer_)
-        observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
-                              now - live.arrival);
-      live_.erase(id);
-    }
+    for (uint64_t id : done) ReleaseDone(id, now);
   }
 }
 

@@ -103,6 +103,9 @@ class Engine {
   // Hands finished requests' last events to their streams; under static batching, the
   // held responses once the whole batch is over.
   void RetireFinished(double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pushes the held events of live request `id`, reports it finished with its reason,
+  // forgets it.
+  void ReleaseDone(uint64_t id, double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   EngineOptions options_;
   std::unique_ptr<Backend> backend_;

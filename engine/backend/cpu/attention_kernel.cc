@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/simd.h"
 
 namespace orca {
 namespace {
@@ -38,13 +38,6 @@ void AttendScalar(int d, int q_len, int kv_len, const float* q, int64_t ldq,
   }
 }
 
-__attribute__((target("avx2,fma"))) inline float Sum8(__m256 v) {
-  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-  return _mm_cvtss_f32(lo);
-}
-
 // exp(x) for x <= 0 (scores minus their maximum), Cephes' expf polynomial: relative
 // error about 2e-7. Inputs below -87 give exp(-87) ~ 1.6e-38, not 0: negligible next to
 // the maximum's 1.
@@ -74,7 +67,7 @@ __attribute__((target("avx2,fma"))) void AttendAvx2(int d, int q_len, int kv_len
   for (int i = 0; i < q_len; ++i) {
     const int n = kv_len - q_len + i + 1;  // keys [0, n)
     const float* qv = q + i * ldq;
-    // Scores, two keys at a time for two independent dependency chains.
+    // Scores; two accumulators over the columns give two independent FMA chains.
     float max_score = -INFINITY;
     for (int j = 0; j < n; ++j) {
       const float* kv = krow[j];

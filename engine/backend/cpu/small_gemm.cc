@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/simd.h"
 
 namespace orca {
 namespace {
@@ -23,14 +23,6 @@ void BlockScalar(int m, int k, const float* x, int64_t ldx, const float* w, int6
       out[r * ldo + j] = acc + (bias ? bias[j] : 0.0f);
     }
   }
-}
-
-__attribute__((target("avx2,fma"))) float HorizontalSum(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-  return _mm_cvtss_f32(lo);
 }
 
 // AVX2 version: R rows of x against two weight rows at a time, with 2R accumulators
@@ -61,7 +53,7 @@ __attribute__((target("avx2,fma"))) inline void RowsAvx2(int k, const float* x, 
     }
   }
   for (int r = 0; r < R; ++r) {
-    float s0 = HorizontalSum(a0[r]), s1 = HorizontalSum(a1[r]);
+    float s0 = Sum8(a0[r]), s1 = Sum8(a1[r]);
     const float* xr = x + r * ldx;
     for (int c = k8; c < k; ++c) {
       s0 += xr[c] * w0[c];

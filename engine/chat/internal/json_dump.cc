@@ -18,33 +18,34 @@ void AppendEscapedCodeUnit(uint32_t unit, std::string* out) {
   out->append(buf);
 }
 
+// The two-character escapes of json.dumps, or null.
+const char* ShortEscape(char32_t cp) {
+  switch (cp) {
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+    default:
+      return nullptr;
+  }
+}
+
 void AppendJsonString(const std::string& s, bool ensure_ascii, std::string* out) {
   out->push_back('"');
   for (char32_t cp : DecodeUtf8(s)) {
-    switch (cp) {
-      case '"':
-        out->append("\\\"");
-        continue;
-      case '\\':
-        out->append("\\\\");
-        continue;
-      case '\n':
-        out->append("\\n");
-        continue;
-      case '\r':
-        out->append("\\r");
-        continue;
-      case '\t':
-        out->append("\\t");
-        continue;
-      case '\b':
-        out->append("\\b");
-        continue;
-      case '\f':
-        out->append("\\f");
-        continue;
-      default:
-        break;
+    if (const char* escape = ShortEscape(cp)) {
+      out->append(escape);
+      continue;
     }
     if (cp < 0x20 || (ensure_ascii && cp >= 0x7F)) {
       if (cp >= 0x10000) {

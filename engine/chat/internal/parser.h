@@ -50,6 +50,8 @@ class Parser {
   absl::StatusOr<StmtPtr> ParseSet();
   absl::StatusOr<StmtPtr> ParseMacro();
   absl::StatusOr<StmtPtr> ParseCallBlock();
+  // Parses the statements of a macro or call block up to `end_tag` into macro->body.
+  absl::Status ParseMacroBody(MacroDef* macro, const char* end_tag);
   absl::StatusOr<StmtPtr> ParseFilterBlock();
   absl::StatusOr<StmtPtr> ParseWith();
   absl::StatusOr<StmtPtr> ParsePrint();

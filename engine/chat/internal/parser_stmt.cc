@@ -333,19 +333,25 @@ absl::Status Parser::ParseSignature(MacroDef* macro) {
   return ExpectOp(")");
 }
 
+absl::Status Parser::ParseMacroBody(MacroDef* macro, const char* end_tag) {
+  // A macro body is a new scope for loop controls: `break` cannot leave the macro.
+  const int outer_loops = loop_depth_;
+  loop_depth_ = 0;
+  absl::StatusOr<Body> body = ParseStatements({end_tag}, true);
+  loop_depth_ = outer_loops;
+  if (!body.ok()) return body.status();
+  macro->body = std::move(*body);
+  ScanMacroBody(macro);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<StmtPtr> Parser::ParseMacro() {
   StmtPtr s = NewStmt(StmtKind::kMacro, Cur().offset);
   Next();
   auto macro = std::make_shared<MacroDef>();
   ORCA_ASSIGN_OR_RETURN(macro->name, ExpectNameToken());
   ORCA_RETURN_IF_ERROR(ParseSignature(macro.get()));
-  const int outer_loops = loop_depth_;
-  loop_depth_ = 0;
-  absl::StatusOr<Body> body = ParseStatements({"endmacro"}, true);
-  loop_depth_ = outer_loops;
-  if (!body.ok()) return body.status();
-  macro->body = std::move(*body);
-  ScanMacroBody(macro.get());
+  ORCA_RETURN_IF_ERROR(ParseMacroBody(macro.get(), "endmacro"));
   s->macro = std::move(macro);
   return s;
 }
@@ -358,13 +364,7 @@ absl::StatusOr<StmtPtr> Parser::ParseCallBlock() {
   if (IsOp("(")) ORCA_RETURN_IF_ERROR(ParseSignature(macro.get()));
   ORCA_ASSIGN_OR_RETURN(s->expr, ParseExpression());
   if (s->expr->kind != ExprKind::kCall) return FailAt(s->offset, "expected call");
-  const int outer_loops = loop_depth_;
-  loop_depth_ = 0;
-  absl::StatusOr<Body> body = ParseStatements({"endcall"}, true);
-  loop_depth_ = outer_loops;
-  if (!body.ok()) return body.status();
-  macro->body = std::move(*body);
-  ScanMacroBody(macro.get());
+  ORCA_RETURN_IF_ERROR(ParseMacroBody(macro.get(), "endcall"));
   s->macro = std::move(macro);
   return s;
 }

@@ -31,31 +31,44 @@ struct PolicyRun {
   TokenCounter counter;
 };
 
-// Submits every request before the loop starts, so a static batch holds all of them.
-void RunPolicy(const std::string& dir, SchedulingPolicy policy, const std::vector<int>& max_tokens,
-               PolicyRun* run) {
+std::unique_ptr<Engine> MakeEngine(const std::string& dir, SchedulingPolicy policy) {
   EngineOptions eo;
   eo.model_dir = dir;
   eo.num_kv_blocks = 256;
   eo.num_threads = 1;
   eo.scheduler.policy = policy;
   auto engine = Engine::Create(eo);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  (*engine)->SetObserver(&run->counter);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+// A greedy request for exactly `max_tokens` tokens.
+std::shared_ptr<RequestStream> SubmitGreedy(Engine& engine, const std::string& prompt,
+                                            int max_tokens) {
+  GenerateParams p;
+  p.prompt_tokens = engine.tokenizer().Encode(prompt, true);
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  p.sampling.temperature = 0;
+  auto s = engine.Submit(std::move(p));
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : nullptr;
+}
+
+// Submits every request before the loop starts, so a static batch holds all of them.
+void RunPolicy(const std::string& dir, SchedulingPolicy policy, const std::vector<int>& max_tokens,
+               PolicyRun* run) {
+  std::unique_ptr<Engine> engine = MakeEngine(dir, policy);
+  ASSERT_NE(engine, nullptr);
+  engine->SetObserver(&run->counter);
   const char* prompts[] = {"Once upon a time", "The little dog", "Lily and Ben were friends",
                            "One day", "The sun was hot and the sky"};
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (size_t i = 0; i < max_tokens.size(); ++i) {
-    GenerateParams p;
-    p.prompt_tokens = (*engine)->tokenizer().Encode(prompts[i % 5], true);
-    p.max_tokens = max_tokens[i];
-    p.ignore_eos = true;
-    p.sampling.temperature = 0;
-    auto s = (*engine)->Submit(std::move(p));
-    ASSERT_TRUE(s.ok()) << s.status();
-    streams.push_back(*s);
+    streams.push_back(SubmitGreedy(*engine, prompts[i % 5], max_tokens[i]));
+    ASSERT_NE(streams.back(), nullptr);
   }
-  (*engine)->Start();
+  engine->Start();
   for (auto& s : streams) {
     std::vector<int32_t> out;
     StreamEvent ev;
@@ -68,7 +81,7 @@ void RunPolicy(const std::string& dir, SchedulingPolicy policy, const std::vecto
     EXPECT_EQ(ev.finish_reason, FinishReason::kLength);
     run->outputs.push_back(out);
   }
-  (*engine)->Stop();
+  engine->Stop();
 }
 
 TEST(EnginePolicyTest, StaticBatchesComputeFinishedRowsAndMatchIterationLevel) {
@@ -101,28 +114,14 @@ TEST(EnginePolicyTest, StaticBatchesComputeFinishedRowsAndMatchIterationLevel) {
 TEST(EnginePolicyTest, AbortingTheLastRunningMemberReleasesTheStaticBatch) {
   ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
   for (SchedulingPolicy policy : {SchedulingPolicy::kRequest, SchedulingPolicy::kRequestCompact}) {
-    EngineOptions eo;
-    eo.model_dir = dir;
-    eo.num_kv_blocks = 256;
-    eo.num_threads = 1;
-    eo.scheduler.policy = policy;
-    auto engine = Engine::Create(eo);
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    auto submit = [&](int max_tokens) {
-      GenerateParams p;
-      p.prompt_tokens = (*engine)->tokenizer().Encode("Once upon a time", true);
-      p.max_tokens = max_tokens;
-      p.ignore_eos = true;
-      p.sampling.temperature = 0;
-      auto s = (*engine)->Submit(std::move(p));
-      EXPECT_TRUE(s.ok()) << s.status();
-      return *s;
-    };
-    auto short_one = submit(2);
-    auto long_one = submit(400);
-    (*engine)->Start();
-    while ((*engine)->Snapshot().iterations < 10) absl::SleepFor(absl::Milliseconds(1));
-    (*engine)->Abort(long_one->id());
+    std::unique_ptr<Engine> engine = MakeEngine(dir, policy);
+    ASSERT_NE(engine, nullptr);
+    auto short_one = SubmitGreedy(*engine, "Once upon a time", 2);
+    auto long_one = SubmitGreedy(*engine, "Once upon a time", 400);
+    ASSERT_TRUE(short_one && long_one);
+    engine->Start();
+    while (engine->Snapshot().iterations < 10) absl::SleepFor(absl::Milliseconds(1));
+    engine->Abort(long_one->id());
     StreamEvent ev;
     int32_t tokens = 0;
     do {
@@ -136,7 +135,7 @@ TEST(EnginePolicyTest, AbortingTheLastRunningMemberReleasesTheStaticBatch) {
       ASSERT_TRUE(long_one->Pop(&ev, absl::Seconds(5)));
     } while (!ev.finished);
     EXPECT_EQ(ev.finish_reason, FinishReason::kAbort);
-    (*engine)->Stop();
+    engine->Stop();
   }
 }
 
