@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds `orca` with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan and
-# runs the HTTP, bad-input and cancellation e2e suites against it. Any sanitizer report
+# runs the HTTP, bad-input, cancellation and serving-group e2e suites against it (the
+# group suite's workers are ASan processes too). Any sanitizer report
 # aborts the server (halt_on_error), and a leak report makes it exit non-zero at
 # shutdown, so the suites fail.
 set -euo pipefail
@@ -17,8 +18,13 @@ fi
 cmake --build "$build" -j "${ORCA_JOBS:-$(nproc)}" --target orca
 export ORCA_BIN=$PWD/$build/engine/cli/orca
 export ORCA_SOURCE_DIR=$PWD
+# The controller (not built here) renders the pods the group suite runs.
+main_build=${ORCA_BUILD_DIR:-build}
+if [ -z "${ORCA_CONTROLLER_BIN:-}" ] && [ -x "$main_build/controller/orca-controller" ]; then
+  export ORCA_CONTROLLER_BIN=$PWD/$main_build/controller/orca-controller
+fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "[asan] running the serving e2e suites against $ORCA_BIN"
 node --test --test-concurrency=1 e2e/serving/openai_client.test.mjs e2e/serving/bad_input.test.mjs \
-  e2e/serving/cancellation.test.mjs
+  e2e/serving/cancellation.test.mjs e2e/serving/group.test.mjs

@@ -7,5 +7,7 @@ namespace orca {
 int RunGenerateCommand(int argc, char** argv);
 int RunModelCommand(int argc, char** argv);
 int RunServeCommand(int argc, char** argv);
+int RunSchedulerCommand(int argc, char** argv);
+int RunWorkerCommand(int argc, char** argv);
 
 }  // namespace orca

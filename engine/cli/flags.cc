@@ -71,6 +71,11 @@ bool Flags::GetBool(const std::string& name) const { return flags_.at(name).valu
 
 bool Flags::IsSet(const std::string& name) const { return flags_.at(name).set; }
 
+void Flags::SetIfUnset(const std::string& name, const std::string& value) {
+  Flag& f = flags_.at(name);
+  if (!f.set) f.value = value;
+}
+
 std::string Flags::Help() const {
   std::string out;
   for (const auto& name : order_) {

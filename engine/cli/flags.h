@@ -26,6 +26,10 @@ class Flags {
   absl::StatusOr<double> GetDouble(const std::string& name) const;
   bool GetBool(const std::string& name) const;
   bool IsSet(const std::string& name) const;
+  bool Has(const std::string& name) const { return flags_.count(name) > 0; }
+  // Gives a declared flag `value` unless the command line set it (config files supply
+  // defaults; the command line wins).
+  void SetIfUnset(const std::string& name, const std::string& value);
   const std::vector<std::string>& positional() const { return positional_; }
   // Returns the help text of all flags.
   std::string Help() const;

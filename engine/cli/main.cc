@@ -15,6 +15,8 @@ constexpr char kUsage[] =
     "usage: orca <command> [flags]\n\n"
     "commands:\n"
     "  serve      serve a model over the OpenAI-compatible HTTP API (orca serve --help)\n"
+    "  scheduler  the scheduler of a serving group whose workers dial in (orca scheduler --help)\n"
+    "  worker     the ranks of one worker of a serving group (orca worker --help)\n"
     "  generate   load a checkpoint and stream one completion (orca generate --help)\n"
     "  bench      load generator and benchmarks: serve, engine, plot (orca bench --help)\n"
     "  model      inspect a checkpoint or write a random-weight one (orca model --help)\n"
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
   if (cmd == "generate") return orca::RunGenerateCommand(argc - 2, argv + 2);
   if (cmd == "model") return orca::RunModelCommand(argc - 2, argv + 2);
   if (cmd == "serve") return orca::RunServeCommand(argc - 2, argv + 2);
+  if (cmd == "scheduler") return orca::RunSchedulerCommand(argc - 2, argv + 2);
+  if (cmd == "worker") return orca::RunWorkerCommand(argc - 2, argv + 2);
 #ifdef ORCA_HAVE_BENCH
   if (cmd == "bench") return orca::RunBenchCommand(argc - 2, argv + 2);
 #endif

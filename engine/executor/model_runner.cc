@@ -23,9 +23,13 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     const std::string& model_dir, Backend* backend, const ModelRunnerOptions& options) {
   auto r = std::unique_ptr<ModelRunner>(new ModelRunner());
   r->backend_ = backend;
+  r->shard_ = options.shard;
   ORCA_ASSIGN_OR_RETURN(r->config_, LoadModelConfig(model_dir));
+  ORCA_RETURN_IF_ERROR(ValidateModelShard(r->config_, r->shard_));
+  ORCA_RETURN_IF_ERROR(r->SetCommunicators(options.tp_comm, options.pp_comm));
   ORCA_ASSIGN_OR_RETURN(auto ckpt, Checkpoint::Open(model_dir));
-  ORCA_ASSIGN_OR_RETURN(r->weights_, ModelWeights::Load(r->config_, *ckpt, *backend));
+  ORCA_ASSIGN_OR_RETURN(r->weights_, ModelWeights::Load(r->config_, r->shard_, *ckpt, *backend));
+  r->num_local_layers_ = static_cast<int32_t>(r->weights_->layers.size());
 
   const ModelConfig& c = r->config_;
   if (options.block_size <= 0 || options.block_size > 1024) {
@@ -33,10 +37,9 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
         absl::StrCat("block size ", options.block_size, " out of range [1, 1024]"));
   }
   r->kv_shape_.block_size = options.block_size;
-  r->kv_shape_.num_kv_heads = c.num_kv_heads;
+  r->kv_shape_.num_kv_heads = r->shard_.local_kv_heads(c);
   r->kv_shape_.head_dim = c.head_dim;
-  const size_t bytes_per_block =
-      size_t{2} * c.num_layers * options.block_size * c.num_kv_heads * c.head_dim * sizeof(float);
+  const size_t bytes_per_block = KvBytesPerBlock(c, r->shard_, options.block_size);
   int64_t blocks = options.num_kv_blocks;
   if (blocks <= 0) blocks = static_cast<int64_t>(options.kv_cache_bytes / bytes_per_block);
   if (blocks <= 0) {
@@ -47,8 +50,8 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   r->kv_shape_.num_blocks =
       static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX / options.block_size));
   const int64_t slots = int64_t{r->kv_shape_.num_blocks} * options.block_size;
-  const int64_t width = int64_t{c.num_kv_heads} * c.head_dim;
-  for (int32_t l = 0; l < c.num_layers; ++l) {
+  const int64_t width = int64_t{r->kv_shape_.num_kv_heads} * c.head_dim;
+  for (int32_t l = 0; l < r->num_local_layers_; ++l) {
     for (auto* cache : {&r->k_cache_, &r->v_cache_}) {
       ORCA_ASSIGN_OR_RETURN(auto buf,
                             backend->Allocate(static_cast<size_t>(slots * width) * sizeof(float)));
@@ -57,6 +60,32 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     }
   }
   return r;
+}
+
+absl::Status ModelRunner::SetCommunicators(Communicator* tp_comm, Communicator* pp_comm) {
+  auto fits = [](Communicator* c, int32_t size, int32_t rank) {
+    return c != nullptr && c->world_size() == size && c->rank() == rank;
+  };
+  if (shard_.tensor > 1 && !fits(tp_comm, shard_.tensor, shard_.tp_rank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tp rank ", shard_.tp_rank, " of ", shard_.tensor,
+                     " needs a tensor-parallel communicator of that rank and size"));
+  }
+  if (shard_.pipeline > 1 && !fits(pp_comm, shard_.world_size(), shard_.rank())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", shard_.rank(), " of a group of ", shard_.world_size(),
+                     " needs a group communicator of that rank and size"));
+  }
+  tp_comm_ = tp_comm;
+  pp_comm_ = pp_comm;
+  return absl::OkStatus();
+}
+
+size_t ModelRunner::KvBytesPerBlock(const ModelConfig& c, const ModelShard& shard,
+                                    int32_t block_size) {
+  const auto [first, end] = shard.Layers(c.num_layers);
+  return size_t{2} * static_cast<size_t>(end - first) * block_size * shard.local_kv_heads(c) *
+         c.head_dim * sizeof(float);
 }
 
 size_t ModelRunner::kv_cache_bytes() const {
@@ -95,13 +124,14 @@ absl::Status ModelRunner::ValidatePlan(const IterationPlan& plan) const {
 
 absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t index_ints) {
   const ModelConfig& c = config_;
-  const int64_t h = c.hidden_size, q = int64_t{c.num_heads} * c.head_dim;
-  const int64_t qkv = q + 2 * int64_t{c.num_kv_heads} * c.head_dim;
-  const int64_t up =
-      c.family == ModelFamily::kGpt2 ? c.intermediate_size : 2 * int64_t{c.intermediate_size};
+  const int64_t h = c.hidden_size, q = int64_t{shard_.local_heads(c)} * c.head_dim;
+  const int64_t qkv = q + 2 * int64_t{shard_.local_kv_heads(c)} * c.head_dim;
+  const int64_t inter = shard_.local_intermediate(c);
+  const int64_t up = c.family == ModelFamily::kGpt2 ? inter : 2 * inter;
+  const int64_t vocab = shard_.samples() ? c.vocab_size : 0;
   if (num_tokens > ws_tokens_) {
     const int64_t t = std::max<int64_t>(num_tokens, 16);
-    const int64_t per_token = 2 * h + qkv + q + up + c.intermediate_size + h + c.vocab_size;
+    const int64_t per_token = 2 * h + qkv + q + up + inter + h + vocab;
     ORCA_ASSIGN_OR_RETURN(ws_buffer_,
                           backend_->Allocate(static_cast<size_t>(t * per_token) * sizeof(float)));
     float* p = static_cast<float*>(ws_buffer_->data());
@@ -115,9 +145,9 @@ absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t index_ints
     qkv_ = take(qkv);
     attn_ = take(q);
     mlp_ = take(up);
-    act_ = take(c.intermediate_size);
+    act_ = take(inter);
     final_rows_ = take(h);
-    logits_ = take(c.vocab_size);
+    logits_ = take(vocab);
     ws_tokens_ = t;
   }
   if (index_ints > ws_ints_) {
@@ -129,13 +159,19 @@ absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t index_ints
   return absl::OkStatus();
 }
 
-void ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* positions,
-                           const int32_t* slot_mapping, const AttentionBatch& attn) {
+absl::Status ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* positions,
+                                   const int32_t* slot_mapping, const AttentionBatch& attn) {
   const ModelConfig& c = config_;
   const LayerWeights& L = weights_->layers[layer];
   Backend& b = *backend_;
-  const int64_t q_width = int64_t{c.num_heads} * c.head_dim;
-  const int64_t kv_width = int64_t{c.num_kv_heads} * c.head_dim;
+  const int32_t heads = shard_.local_heads(c), kv_heads = shard_.local_kv_heads(c);
+  const int64_t q_width = int64_t{heads} * c.head_dim;
+  const int64_t kv_width = int64_t{kv_heads} * c.head_dim;
+  // Row-parallel GEMMs leave partial sums on each tensor-parallel rank.
+  auto all_reduce = [&](Tensor t) {
+    return shard_.tensor > 1 ? tp_comm_->AllReduceSum(static_cast<float*>(t.data), n * t.cols)
+                             : absl::OkStatus();
+  };
   Tensor x = x_.Rows(0, n), h = h_.Rows(0, n), qkv = qkv_.Rows(0, n), att = attn_.Rows(0, n);
   const bool gpt2 = c.family == ModelFamily::kGpt2;
 
@@ -150,13 +186,14 @@ void ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* positions,
   Tensor k = qkv.Cols(q_width, kv_width);
   Tensor v = qkv.Cols(q_width + kv_width, kv_width);
   if (!gpt2) {
-    b.Rope(q, positions, c.num_heads, c.head_dim, c.rope_theta);
-    b.Rope(k, positions, c.num_kv_heads, c.head_dim, c.rope_theta);
+    b.Rope(q, positions, heads, c.head_dim, c.rope_theta);
+    b.Rope(k, positions, kv_heads, c.head_dim, c.rope_theta);
   }
   b.KvWrite(k, v, slot_mapping, k_cache_[layer], v_cache_[layer]);
-  b.Attention(q, k_cache_[layer], v_cache_[layer], attn, kv_shape_, c.num_heads,
+  b.Attention(q, k_cache_[layer], v_cache_[layer], attn, kv_shape_, heads,
               static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim))), att);
   b.Linear(att, L.out_proj, L.out_proj_bias.data ? &L.out_proj_bias : nullptr, h);
+  ORCA_RETURN_IF_ERROR(all_reduce(h));
   b.Add(x, h);
 
   // MLP block.
@@ -165,7 +202,7 @@ void ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* positions,
     Tensor act = act_.Rows(0, n);
     b.Linear(h, L.up, &L.up_bias, act);
     b.ActivationInPlace(act, ActivationOf(c));
-    b.Linear(act, L.down, &L.down_bias, h);
+    b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, h);
   } else {
     b.RmsNorm(x, L.mlp_norm, c.norm_eps, h);
     Tensor gate_up = mlp_.Rows(0, n), act = act_.Rows(0, n);
@@ -173,7 +210,9 @@ void ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* positions,
     b.GatedActivation(gate_up, ActivationOf(c), act);
     b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, h);
   }
+  ORCA_RETURN_IF_ERROR(all_reduce(h));
   b.Add(x, h);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, bool all_rows) {
@@ -255,11 +294,22 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
 
   Backend& b = *backend_;
   Tensor x = x_.Rows(0, n);
-  b.Embedding(tokens, n, weights_->embed, x, /*accumulate=*/false);
-  if (config_.family == ModelFamily::kGpt2) b.Embedding(positions, n, weights_->pos_embed, x, true);
-  for (int32_t l = 0; l < config_.num_layers; ++l) RunLayer(l, n, positions, slots, attn);
-
-  if (num_sample == 0) {
+  const size_t x_count = static_cast<size_t>(n * x.cols);
+  if (shard_.first_stage()) {
+    b.Embedding(tokens, n, weights_->embed, x, /*accumulate=*/false);
+    if (config_.family == ModelFamily::kGpt2) {
+      b.Embedding(positions, n, weights_->pos_embed, x, true);
+    }
+  } else {
+    ORCA_RETURN_IF_ERROR(pp_comm_->Recv(static_cast<float*>(x.data), x_count, shard_.prev_rank()));
+  }
+  for (int32_t l = 0; l < num_local_layers_; ++l) {
+    ORCA_RETURN_IF_ERROR(RunLayer(l, n, positions, slots, attn));
+  }
+  if (!shard_.last_stage()) {
+    ORCA_RETURN_IF_ERROR(pp_comm_->Send(static_cast<float*>(x.data), x_count, shard_.next_rank()));
+  }
+  if (num_sample == 0 || !shard_.samples()) {
     ORCA_RETURN_IF_ERROR(b.Synchronize());
     return result;
   }
@@ -282,6 +332,7 @@ absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) 
   ORCA_ASSIGN_OR_RETURN(IterationLogits logits, Forward(plan));
   IterationResult result;
   result.iteration = plan.iteration;
+  if (!shard_.samples()) return result;
   size_t row = 0;
   for (const auto& s : plan.seqs) {
     if (!s.sample) continue;

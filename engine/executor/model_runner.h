@@ -7,6 +7,14 @@
 // The runner owns the weights, the KV cache memory (one K and V tensor per layer) and a
 // workspace; the block ids in a plan index that cache (see KvBlockPool). Not
 // thread-safe: one iteration at a time.
+//
+// As one rank of a serving group (ModelRunnerOptions::shard, DESIGN.md section 4) it
+// holds its stage's layers and tensor-parallel slices, and every rank of the group runs
+// every plan in the same order: stage 0 embeds the tokens, later stages receive the
+// activations from the previous stage, and all but the last send theirs on; the
+// tensor-parallel ranks all-reduce after the attention-out and MLP-down GEMMs. Only
+// the rank that samples (the last stage's tp rank 0) returns logits and tokens; the
+// others return empty results.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +23,9 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
+#include "engine/comm/communicator.h"
 #include "engine/executor/iteration.h"
+#include "engine/executor/model_shard.h"
 #include "engine/executor/model_weights.h"
 #include "engine/model/model_config.h"
 
@@ -26,6 +36,13 @@ struct ModelRunnerOptions {
   // KV blocks to allocate; 0 = derive from kv_cache_bytes.
   int32_t num_kv_blocks = 0;
   size_t kv_cache_bytes = size_t{256} << 20;
+  ModelShard shard;  // default: the whole model on one rank
+  // The group's data plane, used only from the thread that calls Forward/Execute and
+  // outliving the runner: `tp_comm` joins the `tensor` ranks of this stage (rank =
+  // tp_rank), required when tensor > 1; `pp_comm` joins the whole group (rank =
+  // shard.rank()) for the activations between stages, required when pipeline > 1.
+  Communicator* tp_comm = nullptr;
+  Communicator* pp_comm = nullptr;
 };
 
 // Logits of the sampled rows of one iteration, on the host: row i belongs to the i-th
@@ -44,7 +61,15 @@ class ModelRunner {
                                                              Backend* backend,
                                                              const ModelRunnerOptions& options);
 
+  // KV cache bytes one block of `block_size` tokens takes on a rank holding `shard`.
+  static size_t KvBytesPerBlock(const ModelConfig& config, const ModelShard& shard,
+                                int32_t block_size);
+
   const ModelConfig& config() const { return config_; }
+  const ModelShard& shard() const { return shard_; }
+  // Replaces the communicators (a serving group re-initialised with the same layout);
+  // they must fit the shard as in Create.
+  absl::Status SetCommunicators(Communicator* tp_comm, Communicator* pp_comm);
   int32_t num_kv_blocks() const { return kv_shape_.num_blocks; }
   int32_t block_size() const { return kv_shape_.block_size; }
   size_t weight_bytes() const { return weights_->bytes; }
@@ -64,10 +89,15 @@ class ModelRunner {
   ModelRunner() = default;
   absl::Status ValidatePlan(const IterationPlan& plan) const;
   absl::Status EnsureWorkspace(int64_t num_tokens, int64_t index_ints);
-  void RunLayer(int32_t layer, int64_t num_tokens, const int32_t* positions,
-                const int32_t* slot_mapping, const AttentionBatch& attn);
+  // `layer` indexes the shard's layers.
+  absl::Status RunLayer(int32_t layer, int64_t num_tokens, const int32_t* positions,
+                        const int32_t* slot_mapping, const AttentionBatch& attn);
 
   ModelConfig config_;
+  ModelShard shard_;
+  Communicator* tp_comm_ = nullptr;
+  Communicator* pp_comm_ = nullptr;
+  int32_t num_local_layers_ = 0;
   Backend* backend_ = nullptr;
   std::unique_ptr<ModelWeights> weights_;
   KvCacheShape kv_shape_;

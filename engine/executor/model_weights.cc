@@ -9,57 +9,71 @@
 namespace orca {
 namespace {
 
-// Stages host tensors into backend memory, fusing and transposing as asked.
+// A slice of a checkpoint tensor seen as a logical [rows, cols] matrix (a linear
+// weight [out, in]): rows [row0, row0 + num_rows) of a tensor with `rows` rows.
+struct Part {
+  std::string name;
+  int64_t rows = 0;
+  int64_t row0 = 0;
+  int64_t num_rows = -1;  // -1: all rows from row0
+  int64_t count() const { return num_rows < 0 ? rows - row0 : num_rows; }
+};
+
+// Stages host tensors into backend memory, fusing, slicing and transposing as asked.
 class WeightUploader {
  public:
   WeightUploader(const Checkpoint& ckpt, Backend& backend, ModelWeights& out)
       : ckpt_(ckpt), backend_(backend), out_(out) {}
 
-  // Concatenates `parts` (each [rows_i, cols]) by rows into one [sum rows, cols] tensor.
-  // With `transpose`, each part is stored in the file as [cols, rows_i] (Conv1D).
-  absl::StatusOr<Tensor> Rows(const std::vector<std::pair<std::string, int64_t>>& parts,
-                              int64_t cols, bool transpose = false) {
+  // Concatenates the row slices `parts` (each of a [rows_i, cols] tensor) into one
+  // tensor of [sum of slice rows, num_cols] keeping columns [col0, col0 + num_cols)
+  // (num_cols -1: all). With `transpose`, each tensor is stored in the file as
+  // [cols, rows_i] (Conv1D).
+  absl::StatusOr<Tensor> Rows(const std::vector<Part>& parts, int64_t cols, bool transpose = false,
+                              int64_t col0 = 0, int64_t num_cols = -1) {
+    if (num_cols < 0) num_cols = cols - col0;
     std::vector<const HostTensorView*> views;
     int64_t rows = 0;
-    for (const auto& [name, r] : parts) {
+    for (const Part& part : parts) {
       std::vector<int64_t> shape =
-          transpose ? std::vector<int64_t>{cols, r} : std::vector<int64_t>{r, cols};
-      ORCA_ASSIGN_OR_RETURN(const HostTensorView* v, ckpt_.Get(name, shape));
+          transpose ? std::vector<int64_t>{cols, part.rows} : std::vector<int64_t>{part.rows, cols};
+      ORCA_ASSIGN_OR_RETURN(const HostTensorView* v, ckpt_.Get(part.name, shape));
       views.push_back(v);
-      rows += r;
+      rows += part.count();
     }
     DType src = views[0]->dtype;
     bool same = true;
     for (auto* v : views) same = same && v->dtype == src;
     DType dst = (same && backend_.SupportsWeightDType(src)) ? src : DType::kF32;
     const size_t es = DTypeSize(dst);
-    std::vector<char> host(static_cast<size_t>(rows * cols) * es);
-    int64_t row0 = 0;
+    std::vector<char> host(static_cast<size_t>(rows * num_cols) * es);
+    int64_t out_row = 0;
     std::vector<float> tmp;
     for (size_t p = 0; p < views.size(); ++p) {
       const HostTensorView* v = views[p];
-      const int64_t r = parts[p].second;
+      const Part& part = parts[p];
       const void* src_data = v->data;
       if (dst != v->dtype) {  // convert to F32 first
         tmp.resize(static_cast<size_t>(v->num_elements()));
         ConvertToF32(v->data, v->dtype, tmp.size(), tmp.data());
         src_data = tmp.data();
       }
-      char* dst_data = host.data() + static_cast<size_t>(row0 * cols) * es;
-      if (!transpose) {
-        std::memcpy(dst_data, src_data, static_cast<size_t>(r * cols) * es);
-      } else {
-        const char* s = static_cast<const char*>(src_data);
-        for (int64_t i = 0; i < cols; ++i) {
-          for (int64_t j = 0; j < r; ++j) {
-            std::memcpy(dst_data + static_cast<size_t>(j * cols + i) * es,
-                        s + static_cast<size_t>(i * r + j) * es, es);
+      const char* s = static_cast<const char*>(src_data);
+      for (int64_t j = 0; j < part.count(); ++j, ++out_row) {
+        const int64_t r = part.row0 + j;  // logical row in the file's tensor
+        char* d = host.data() + static_cast<size_t>(out_row * num_cols) * es;
+        if (!transpose) {
+          std::memcpy(d, s + static_cast<size_t>(r * cols + col0) * es,
+                      static_cast<size_t>(num_cols) * es);
+        } else {
+          for (int64_t i = 0; i < num_cols; ++i) {
+            std::memcpy(d + static_cast<size_t>(i) * es,
+                        s + static_cast<size_t>((col0 + i) * part.rows + r) * es, es);
           }
         }
       }
-      row0 += r;
     }
-    return Upload(host.data(), dst, rows, cols);
+    return Upload(host.data(), dst, rows, num_cols);
   }
 
   absl::StatusOr<Tensor> One(const std::string& name, int64_t rows, int64_t cols) {
@@ -67,21 +81,16 @@ class WeightUploader {
   }
 
   // A 1-D tensor of length n stored as [1, n]; always F32 (norm weights and biases).
-  absl::StatusOr<Tensor> Vector(const std::string& name, int64_t n) {
-    ORCA_ASSIGN_OR_RETURN(const HostTensorView* v, ckpt_.Get(name, {n}));
-    std::vector<float> f(static_cast<size_t>(n));
-    ConvertToF32(v->data, v->dtype, f.size(), f.data());
-    return Upload(f.data(), DType::kF32, 1, n);
-  }
+  absl::StatusOr<Tensor> Vector(const std::string& name, int64_t n) { return Vectors({{name, n}}); }
 
-  // Concatenates 1-D tensors (fused biases).
-  absl::StatusOr<Tensor> Vectors(const std::vector<std::pair<std::string, int64_t>>& parts) {
+  // Concatenates slices of 1-D tensors (fused and tensor-parallel biases).
+  absl::StatusOr<Tensor> Vectors(const std::vector<Part>& parts) {
     std::vector<float> f;
-    for (const auto& [name, n] : parts) {
-      ORCA_ASSIGN_OR_RETURN(const HostTensorView* v, ckpt_.Get(name, {n}));
-      size_t at = f.size();
-      f.resize(at + static_cast<size_t>(n));
-      ConvertToF32(v->data, v->dtype, static_cast<size_t>(n), f.data() + at);
+    for (const Part& part : parts) {
+      ORCA_ASSIGN_OR_RETURN(const HostTensorView* v, ckpt_.Get(part.name, {part.rows}));
+      std::vector<float> all(static_cast<size_t>(part.rows));
+      ConvertToF32(v->data, v->dtype, all.size(), all.data());
+      f.insert(f.end(), all.begin() + part.row0, all.begin() + part.row0 + part.count());
     }
     return Upload(f.data(), DType::kF32, 1, static_cast<int64_t>(f.size()));
   }
@@ -102,77 +111,124 @@ class WeightUploader {
   ModelWeights& out_;
 };
 
-absl::Status LoadLlama(const ModelConfig& c, const Checkpoint& ckpt, WeightUploader& up,
-                       ModelWeights& w) {
+// The slice of `n` rows (or one of `n` bias entries) that tp rank `shard.tp_rank` holds.
+Part Slice(const std::string& name, int64_t n, const ModelShard& shard, int64_t offset = 0,
+           int64_t total = -1) {
+  const int64_t per = n / shard.tensor;
+  return Part{name, total < 0 ? n : total, offset + shard.tp_rank * per, per};
+}
+
+// The embedding on the first stage; the LM head where the shard samples (`tied`: the
+// embedding serves as LM head when the checkpoint has none).
+absl::Status LoadEnds(const ModelShard& shard, const std::string& embed_name,
+                      const std::string& lm_head_name, bool tied, int64_t vocab, int64_t h,
+                      const Checkpoint& ckpt, WeightUploader& up, ModelWeights& w) {
+  if (shard.first_stage()) {
+    ORCA_ASSIGN_OR_RETURN(w.embed, up.One(embed_name, vocab, h));
+  }
+  if (!shard.samples()) return absl::OkStatus();
+  if (!tied || ckpt.Has(lm_head_name)) {
+    ORCA_ASSIGN_OR_RETURN(w.lm_head, up.One(lm_head_name, vocab, h));
+  } else if (w.embed.data != nullptr) {
+    w.lm_head = w.embed;  // tied
+  } else {
+    ORCA_ASSIGN_OR_RETURN(w.lm_head, up.One(embed_name, vocab, h));  // tied, on a later stage
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadLlama(const ModelConfig& c, const ModelShard& shard, const Checkpoint& ckpt,
+                       WeightUploader& up, ModelWeights& w) {
   const int64_t h = c.hidden_size, i = c.intermediate_size;
   const int64_t q = int64_t{c.num_heads} * c.head_dim, kv = int64_t{c.num_kv_heads} * c.head_dim;
-  ORCA_ASSIGN_OR_RETURN(w.embed, up.One("model.embed_tokens.weight", c.vocab_size, h));
-  ORCA_ASSIGN_OR_RETURN(w.final_norm, up.Vector("model.norm.weight", h));
-  if (c.tie_word_embeddings && !ckpt.Has("lm_head.weight")) {
-    w.lm_head = w.embed;
-  } else {
-    ORCA_ASSIGN_OR_RETURN(w.lm_head, up.One("lm_head.weight", c.vocab_size, h));
+  const int64_t q_local = q / shard.tensor, i_local = i / shard.tensor;
+  const bool bias_rank = shard.tp_rank == 0;  // row-parallel biases are added once
+  ORCA_RETURN_IF_ERROR(LoadEnds(shard, "model.embed_tokens.weight", "lm_head.weight",
+                                c.tie_word_embeddings, c.vocab_size, h, ckpt, up, w));
+  if (shard.samples()) {
+    ORCA_ASSIGN_OR_RETURN(w.final_norm, up.Vector("model.norm.weight", h));
   }
-  for (int32_t l = 0; l < c.num_layers; ++l) {
+  const auto [first, end] = shard.Layers(c.num_layers);
+  for (int32_t l = first; l < end; ++l) {
     const std::string p = absl::StrCat("model.layers.", l, ".");
-    LayerWeights& L = w.layers[l];
+    LayerWeights& L = w.layers[l - first];
     ORCA_ASSIGN_OR_RETURN(L.attn_norm, up.Vector(p + "input_layernorm.weight", h));
     ORCA_ASSIGN_OR_RETURN(L.mlp_norm, up.Vector(p + "post_attention_layernorm.weight", h));
-    ORCA_ASSIGN_OR_RETURN(L.qkv, up.Rows({{p + "self_attn.q_proj.weight", q},
-                                          {p + "self_attn.k_proj.weight", kv},
-                                          {p + "self_attn.v_proj.weight", kv}},
+    ORCA_ASSIGN_OR_RETURN(L.qkv, up.Rows({Slice(p + "self_attn.q_proj.weight", q, shard),
+                                          Slice(p + "self_attn.k_proj.weight", kv, shard),
+                                          Slice(p + "self_attn.v_proj.weight", kv, shard)},
                                          h));
     if (c.qkv_bias) {
-      ORCA_ASSIGN_OR_RETURN(L.qkv_bias, up.Vectors({{p + "self_attn.q_proj.bias", q},
-                                                    {p + "self_attn.k_proj.bias", kv},
-                                                    {p + "self_attn.v_proj.bias", kv}}));
+      ORCA_ASSIGN_OR_RETURN(L.qkv_bias,
+                            up.Vectors({Slice(p + "self_attn.q_proj.bias", q, shard),
+                                        Slice(p + "self_attn.k_proj.bias", kv, shard),
+                                        Slice(p + "self_attn.v_proj.bias", kv, shard)}));
     }
-    ORCA_ASSIGN_OR_RETURN(L.out_proj, up.One(p + "self_attn.o_proj.weight", h, q));
-    if (c.out_proj_bias) {
+    ORCA_ASSIGN_OR_RETURN(L.out_proj, up.Rows({{p + "self_attn.o_proj.weight", h}}, q, false,
+                                              shard.tp_rank * q_local, q_local));
+    if (c.out_proj_bias && bias_rank) {
       ORCA_ASSIGN_OR_RETURN(L.out_proj_bias, up.Vector(p + "self_attn.o_proj.bias", h));
     }
-    ORCA_ASSIGN_OR_RETURN(
-        L.up, up.Rows({{p + "mlp.gate_proj.weight", i}, {p + "mlp.up_proj.weight", i}}, h));
-    ORCA_ASSIGN_OR_RETURN(L.down, up.One(p + "mlp.down_proj.weight", h, i));
+    ORCA_ASSIGN_OR_RETURN(L.up, up.Rows({Slice(p + "mlp.gate_proj.weight", i, shard),
+                                         Slice(p + "mlp.up_proj.weight", i, shard)},
+                                        h));
+    ORCA_ASSIGN_OR_RETURN(L.down, up.Rows({{p + "mlp.down_proj.weight", h}}, i, false,
+                                          shard.tp_rank * i_local, i_local));
     if (c.mlp_bias) {
-      ORCA_ASSIGN_OR_RETURN(
-          L.up_bias, up.Vectors({{p + "mlp.gate_proj.bias", i}, {p + "mlp.up_proj.bias", i}}));
-      ORCA_ASSIGN_OR_RETURN(L.down_bias, up.Vector(p + "mlp.down_proj.bias", h));
+      ORCA_ASSIGN_OR_RETURN(L.up_bias, up.Vectors({Slice(p + "mlp.gate_proj.bias", i, shard),
+                                                   Slice(p + "mlp.up_proj.bias", i, shard)}));
+      if (bias_rank) {
+        ORCA_ASSIGN_OR_RETURN(L.down_bias, up.Vector(p + "mlp.down_proj.bias", h));
+      }
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status LoadGpt2(const ModelConfig& c, const Checkpoint& ckpt, WeightUploader& up,
-                      ModelWeights& w) {
+absl::Status LoadGpt2(const ModelConfig& c, const ModelShard& shard, const Checkpoint& ckpt,
+                      WeightUploader& up, ModelWeights& w) {
   const int64_t h = c.hidden_size, i = c.intermediate_size;
+  const int64_t h_local = h / shard.tensor, i_local = i / shard.tensor;
   // Hugging Face GPT-2 checkpoints name tensors with or without the "transformer." prefix.
   const std::string t = ckpt.Has("transformer.wte.weight") ? "transformer." : "";
-  ORCA_ASSIGN_OR_RETURN(w.embed, up.One(t + "wte.weight", c.vocab_size, h));
-  ORCA_ASSIGN_OR_RETURN(w.pos_embed, up.One(t + "wpe.weight", c.max_position_embeddings, h));
-  ORCA_ASSIGN_OR_RETURN(w.final_norm, up.Vector(t + "ln_f.weight", h));
-  ORCA_ASSIGN_OR_RETURN(w.final_norm_bias, up.Vector(t + "ln_f.bias", h));
-  if (ckpt.Has("lm_head.weight")) {
-    ORCA_ASSIGN_OR_RETURN(w.lm_head, up.One("lm_head.weight", c.vocab_size, h));
-  } else {
-    w.lm_head = w.embed;
+  ORCA_RETURN_IF_ERROR(LoadEnds(shard, t + "wte.weight", "lm_head.weight", /*tied=*/true,
+                                c.vocab_size, h, ckpt, up, w));
+  if (shard.first_stage()) {
+    ORCA_ASSIGN_OR_RETURN(w.pos_embed, up.One(t + "wpe.weight", c.max_position_embeddings, h));
   }
-  for (int32_t l = 0; l < c.num_layers; ++l) {
+  if (shard.samples()) {
+    ORCA_ASSIGN_OR_RETURN(w.final_norm, up.Vector(t + "ln_f.weight", h));
+    ORCA_ASSIGN_OR_RETURN(w.final_norm_bias, up.Vector(t + "ln_f.bias", h));
+  }
+  const auto [first, end] = shard.Layers(c.num_layers);
+  for (int32_t l = first; l < end; ++l) {
     const std::string p = absl::StrCat(t, "h.", l, ".");
-    LayerWeights& L = w.layers[l];
+    LayerWeights& L = w.layers[l - first];
     ORCA_ASSIGN_OR_RETURN(L.attn_norm, up.Vector(p + "ln_1.weight", h));
     ORCA_ASSIGN_OR_RETURN(L.attn_norm_bias, up.Vector(p + "ln_1.bias", h));
+    // c_attn is one [3h, h] weight (q | k | v rows); each rank takes its heads of all three.
+    const std::string qkv = p + "attn.c_attn.weight", qkv_bias = p + "attn.c_attn.bias";
     ORCA_ASSIGN_OR_RETURN(L.qkv,
-                          up.Rows({{p + "attn.c_attn.weight", 3 * h}}, h, /*transpose=*/true));
-    ORCA_ASSIGN_OR_RETURN(L.qkv_bias, up.Vector(p + "attn.c_attn.bias", 3 * h));
-    ORCA_ASSIGN_OR_RETURN(L.out_proj, up.Rows({{p + "attn.c_proj.weight", h}}, h, true));
-    ORCA_ASSIGN_OR_RETURN(L.out_proj_bias, up.Vector(p + "attn.c_proj.bias", h));
+                          up.Rows({Slice(qkv, h, shard, 0, 3 * h), Slice(qkv, h, shard, h, 3 * h),
+                                   Slice(qkv, h, shard, 2 * h, 3 * h)},
+                                  h, /*transpose=*/true));
+    ORCA_ASSIGN_OR_RETURN(L.qkv_bias, up.Vectors({Slice(qkv_bias, h, shard, 0, 3 * h),
+                                                  Slice(qkv_bias, h, shard, h, 3 * h),
+                                                  Slice(qkv_bias, h, shard, 2 * h, 3 * h)}));
+    ORCA_ASSIGN_OR_RETURN(L.out_proj, up.Rows({{p + "attn.c_proj.weight", h}}, h, true,
+                                              shard.tp_rank * h_local, h_local));
+    if (shard.tp_rank == 0) {
+      ORCA_ASSIGN_OR_RETURN(L.out_proj_bias, up.Vector(p + "attn.c_proj.bias", h));
+    }
     ORCA_ASSIGN_OR_RETURN(L.mlp_norm, up.Vector(p + "ln_2.weight", h));
     ORCA_ASSIGN_OR_RETURN(L.mlp_norm_bias, up.Vector(p + "ln_2.bias", h));
-    ORCA_ASSIGN_OR_RETURN(L.up, up.Rows({{p + "mlp.c_fc.weight", i}}, h, true));
-    ORCA_ASSIGN_OR_RETURN(L.up_bias, up.Vector(p + "mlp.c_fc.bias", i));
-    ORCA_ASSIGN_OR_RETURN(L.down, up.Rows({{p + "mlp.c_proj.weight", h}}, i, true));
-    ORCA_ASSIGN_OR_RETURN(L.down_bias, up.Vector(p + "mlp.c_proj.bias", h));
+    ORCA_ASSIGN_OR_RETURN(L.up, up.Rows({Slice(p + "mlp.c_fc.weight", i, shard)}, h, true));
+    ORCA_ASSIGN_OR_RETURN(L.up_bias, up.Vectors({Slice(p + "mlp.c_fc.bias", i, shard)}));
+    ORCA_ASSIGN_OR_RETURN(
+        L.down, up.Rows({{p + "mlp.c_proj.weight", h}}, i, true, shard.tp_rank * i_local, i_local));
+    if (shard.tp_rank == 0) {
+      ORCA_ASSIGN_OR_RETURN(L.down_bias, up.Vector(p + "mlp.c_proj.bias", h));
+    }
   }
   return absl::OkStatus();
 }
@@ -180,15 +236,18 @@ absl::Status LoadGpt2(const ModelConfig& c, const Checkpoint& ckpt, WeightUpload
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const ModelConfig& config,
+                                                                 const ModelShard& shard,
                                                                  const Checkpoint& checkpoint,
                                                                  Backend& backend) {
+  ORCA_RETURN_IF_ERROR(ValidateModelShard(config, shard));
   auto w = std::make_unique<ModelWeights>();
-  w->layers.resize(config.num_layers);
+  const auto [first, end] = shard.Layers(config.num_layers);
+  w->layers.resize(static_cast<size_t>(end - first));
   WeightUploader up(checkpoint, backend, *w);
   if (config.family == ModelFamily::kGpt2) {
-    ORCA_RETURN_IF_ERROR(LoadGpt2(config, checkpoint, up, *w));
+    ORCA_RETURN_IF_ERROR(LoadGpt2(config, shard, checkpoint, up, *w));
   } else {
-    ORCA_RETURN_IF_ERROR(LoadLlama(config, checkpoint, up, *w));
+    ORCA_RETURN_IF_ERROR(LoadLlama(config, shard, checkpoint, up, *w));
   }
   return w;
 }

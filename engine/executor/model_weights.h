@@ -1,8 +1,9 @@
 // ModelWeights: a checkpoint's tensors resident in backend memory, in the layout the
 // model runner computes with: Q/K/V fused into one [q + 2kv, hidden] matrix, gate and
 // up fused into one [2 * intermediate, hidden] matrix, every linear weight stored as
-// [out, in] (GPT-2's Conv1D weights are transposed on load). Weights keep their
-// checkpoint dtype where the backend supports it and are converted to F32 otherwise.
+// [out, in] (GPT-2's Conv1D weights are transposed on load). A shard (model_shard.h)
+// loads only its stage's layers, its tensor-parallel slices and the ends it needs. Weights keep
+// their checkpoint dtype where the backend supports it and are converted to F32 otherwise.
 // Immutable after Load().
 #pragma once
 
@@ -11,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
+#include "engine/executor/model_shard.h"
 #include "engine/model/checkpoint.h"
 #include "engine/model/model_config.h"
 
@@ -26,16 +28,18 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  Tensor embed;      // [vocab, hidden]
+  Tensor embed;      // [vocab, hidden]; first stage only
   Tensor pos_embed;  // GPT-2 only: [max_positions, hidden]
   Tensor final_norm, final_norm_bias;
-  Tensor lm_head;  // [vocab, hidden]; aliases embed when tied
-  std::vector<LayerWeights> layers;
+  Tensor lm_head;  // [vocab, hidden]; aliases embed when tied; final norm too: sampling rank only
+  std::vector<LayerWeights> layers;  // the shard's layers, first to last
   std::vector<std::unique_ptr<DeviceBuffer>> storage;
   size_t bytes = 0;
 
-  // Loads every tensor `config` requires from `checkpoint` into `backend`.
+  // Loads every tensor `shard` of `config` requires from `checkpoint` into `backend`.
+  // Fails with InvalidArgument when the shard cannot split the model.
   static absl::StatusOr<std::unique_ptr<ModelWeights>> Load(const ModelConfig& config,
+                                                            const ModelShard& shard,
                                                             const Checkpoint& checkpoint,
                                                             Backend& backend);
 };

@@ -82,6 +82,15 @@ int32_t KvBlockPool::LookupCached(uint64_t hash, absl::Span<const int32_t> token
   return b;
 }
 
+void KvBlockPool::DropCached() {
+  for (int32_t b : lru_) {
+    cached_[b].parked = false;
+    free_.push_back(b);
+  }
+  lru_.clear();
+  for (int32_t b = 0; b < num_blocks_; ++b) Unregister(b);
+}
+
 void KvBlockPool::Unregister(int32_t block) {
   CachedBlock& c = cached_[block];
   if (!c.registered) return;

@@ -57,6 +57,10 @@ class KvBlockPool {
   // Returns a cached block for (`hash`, `tokens`) with one more reference, or -1.
   int32_t LookupCached(uint64_t hash, absl::Span<const int32_t> tokens);
 
+  // Forgets every cached block (their memory was re-initialised, e.g. a serving group
+  // restarted): parked blocks become free, blocks in use stay in use unregistered.
+  void DropCached();
+
   // Returns the chained hash of a block of `tokens` following a prefix hashed `prev`.
   static uint64_t HashBlock(uint64_t prev, absl::Span<const int32_t> tokens);
 

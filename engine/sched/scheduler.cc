@@ -120,6 +120,12 @@ bool IterationScheduler::Finish(uint64_t request_id, FinishReason reason) {
   return true;
 }
 
+std::vector<uint64_t> IterationScheduler::RunningIds() const {
+  std::vector<uint64_t> ids;
+  for (const Request* r : running_) ids.push_back(r->id);
+  return ids;
+}
+
 std::vector<std::unique_ptr<Request>> IterationScheduler::TakeFinished() {
   std::vector<std::unique_ptr<Request>> out;
   out.swap(finished_);

@@ -87,6 +87,8 @@ class IterationScheduler {
   std::vector<RequestUpdate> Update(const ScheduledBatch& batch, const IterationResult& result);
 
   const Request* Find(uint64_t id) const;
+  // Ids of the admitted requests (those holding KV blocks), in admission order.
+  std::vector<uint64_t> RunningIds() const;
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_inflight_batches() const { return inflight_batches_; }

@@ -110,8 +110,9 @@ class GrpcServer::Service final : public v1::Inference::Service {
         continue;
       }
       if (ev.finish_reason == FinishReason::kError) {
-        return grpc::Status(grpc::StatusCode::INTERNAL,
-                            ev.error.empty() ? "generation failed" : ev.error);
+        return grpc::Status(
+            ev.retriable ? grpc::StatusCode::UNAVAILABLE : grpc::StatusCode::INTERNAL,
+            ev.error.empty() ? "generation failed" : ev.error);
       }
       v1::GenerateResponse out;
       out.set_text(ev.text);

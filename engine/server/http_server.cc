@@ -59,6 +59,7 @@ struct Generation {
   std::vector<std::string> echo_prefix;
   std::vector<bool> started;
   bool include_usage = false;
+  bool retriable = false;  // an error was transient (HTTP 503 + Retry-After)
   Engine* engine = nullptr;
 
   void AbortAll() {
@@ -79,8 +80,10 @@ struct Generation {
     if (ev.finished) {
       c.finished = true;
       c.finish_reason = ev.finish_reason;
-      if (ev.finish_reason == FinishReason::kError)
+      if (ev.finish_reason == FinishReason::kError) {
         *error = ev.error.empty() ? "generation failed" : ev.error;
+        retriable = retriable || ev.retriable;
+      }
     }
     return {from, c.samples.size()};
   }
@@ -363,8 +366,8 @@ void HttpServer::Routes() {
         }
         if (!error.empty()) {
           ApiError e;
-          e.http_status = 500;
-          e.type = "internal_error";
+          e.http_status = gen->retriable ? 503 : 500;
+          e.type = gen->retriable ? "service_unavailable_error" : "internal_error";
           e.message = error;
           return SendError(res, e);
         }
@@ -398,8 +401,8 @@ void HttpServer::Routes() {
             auto [from, to] = gen->Apply(i, ev, &error);
             if (!error.empty()) {
               ApiError e;
-              e.http_status = 500;
-              e.type = "internal_error";
+              e.http_status = gen->retriable ? 503 : 500;
+              e.type = gen->retriable ? "service_unavailable_error" : "internal_error";
               e.message = error;
               WriteEvent(sink, e.ToJson());
               WriteEvent(sink, "[DONE]");

@@ -6,10 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/serving/local_executor.h"
 #include "engine/serving/stop_checker.h"
-#ifdef ORCA_HAVE_CUDA
-#include "engine/backend/cuda/cuda_backend.h"
-#endif
 
 namespace orca {
 namespace {
@@ -37,43 +35,40 @@ struct Engine::Live {
   std::vector<StreamEvent> held;  // request-level policy: returned when the batch ends
 };
 
-absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options,
+                                                       std::unique_ptr<Executor> executor) {
   auto e = std::unique_ptr<Engine>(new Engine());
   e->options_ = options;
-  if (options.device == "cpu") {
-    e->backend_ = CreateCpuBackend(options.num_threads);
-  } else if (options.device == "cuda") {
-#ifdef ORCA_HAVE_CUDA
-    CudaBackendOptions co;
-    co.device = options.device_index;
-    co.memory_fraction = options.memory_fraction;
-    ORCA_ASSIGN_OR_RETURN(e->backend_, CreateCudaBackend(co));
-#else
-    return absl::FailedPreconditionError(
-        "this orca was built without CUDA (ORCA_WITH_CUDA=OFF or no toolkit)");
-#endif
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown device '", options.device, "' (cpu or cuda)"));
-  }
   ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model_dir));
-  ModelRunnerOptions ro;
-  ro.block_size = options.block_size;
-  ro.num_kv_blocks = options.num_kv_blocks;
-  ro.kv_cache_bytes = options.kv_cache_bytes;
-  ORCA_ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(options.model_dir, e->backend_.get(), ro));
-  const ModelConfig& c = e->runner_->config();
+  if (executor == nullptr) {
+    LocalExecutorOptions lo;
+    lo.model_dir = options.model_dir;
+    lo.device = options.device;
+    lo.device_index = options.device_index;
+    lo.num_threads = options.num_threads;
+    lo.memory_fraction = options.memory_fraction;
+    lo.runner.block_size = options.block_size;
+    lo.runner.num_kv_blocks = options.num_kv_blocks;
+    lo.runner.kv_cache_bytes = options.kv_cache_bytes;
+    ORCA_ASSIGN_OR_RETURN(auto local, LocalExecutor::Create(lo));
+    ORCA_LOG(INFO) << "engine: weights " << local->runner().weight_bytes() / (1 << 20)
+                   << " MiB, KV cache " << local->runner().kv_cache_bytes() / (1 << 20) << " MiB";
+    executor = std::move(local);
+  }
+  e->executor_ = std::move(executor);
+  const ModelConfig& c = e->executor_->config();
   SchedulerConfig& sc = e->options_.scheduler;
   if (sc.max_model_len <= 0 || sc.max_model_len > c.max_position_embeddings) {
     sc.max_model_len = c.max_position_embeddings;
   }
-  e->pool_ = std::make_unique<KvBlockPool>(e->runner_->num_kv_blocks(), e->runner_->block_size());
+  sc.max_inflight_batches = e->executor_->max_inflight();
+  e->pool_ =
+      std::make_unique<KvBlockPool>(e->executor_->num_kv_blocks(), e->executor_->block_size());
   e->scheduler_ = std::make_unique<IterationScheduler>(sc, e->pool_.get());
-  ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model_dir << ", weights "
-                 << e->runner_->weight_bytes() / (1 << 20) << " MiB, KV cache "
-                 << e->runner_->num_kv_blocks() << " blocks x " << e->runner_->block_size()
-                 << " tokens (" << e->runner_->kv_cache_bytes() / (1 << 20) << " MiB), context "
-                 << sc.max_model_len;
+  ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model_dir << ", KV cache "
+                 << e->executor_->num_kv_blocks() << " blocks x " << e->executor_->block_size()
+                 << " tokens, context " << sc.max_model_len << ", " << sc.max_inflight_batches
+                 << " batch(es) in flight";
   return e;
 }
 
@@ -104,7 +99,7 @@ void Engine::Stop() {
 }
 
 absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {
-  const ModelConfig& c = runner_->config();
+  const ModelConfig& c = executor_->config();
   if (params.prompt_tokens.empty()) return absl::InvalidArgumentError("the prompt is empty");
   for (int32_t t : params.prompt_tokens) {
     if (t < 0 || t >= c.vocab_size) {
@@ -185,7 +180,8 @@ void Engine::DrainInbox() {
   aborts_.clear();
 }
 
-void Engine::FinishLive(uint64_t id, FinishReason reason, const std::string& error) {
+void Engine::FinishLive(uint64_t id, FinishReason reason, const std::string& error,
+                        bool retriable) {
   auto it = live_.find(id);
   if (it == live_.end()) return;
   Live& live = *it->second;
@@ -193,6 +189,7 @@ void Engine::FinishLive(uint64_t id, FinishReason reason, const std::string& err
   ev.finished = true;
   ev.finish_reason = reason;
   ev.error = error;
+  ev.retriable = retriable;
   ev.prompt_tokens = live.prompt_tokens;
   ev.completion_tokens = live.completion_tokens;
   ev.cached_prompt_tokens = live.cached_prompt_tokens;
@@ -283,12 +280,30 @@ void Engine::RetireFinished(double now) {
   }
 }
 
+void Engine::UpdateSnapshot() {
+  snapshot_.num_running = scheduler_->num_running();
+  snapshot_.num_waiting = scheduler_->num_waiting();
+  snapshot_.kv_cache_usage = pool_->usage();
+  snapshot_.num_preemptions = scheduler_->num_preemptions();
+  snapshot_.prefix_cache_hit_tokens = scheduler_->num_prefix_cache_hit_tokens();
+  snapshot_.iterations = iterations_;
+}
+
+void Engine::FailRunning(const std::string& error) {
+  for (uint64_t id : scheduler_->RunningIds()) {
+    scheduler_->Finish(id, FinishReason::kError);
+    FinishLive(id, FinishReason::kError, error, /*retriable=*/true);
+  }
+  scheduler_->TakeFinished();
+  pool_->DropCached();
+}
+
 void Engine::Loop() {
-  int64_t iterations = 0;
+  uint64_t next_plan = 0;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (!scheduler_->has_work()) {
+      if (!scheduler_->has_work() && inflight_.empty()) {
         auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
           return stop_ || !inbox_.empty() || !aborts_.empty();
         };
@@ -296,15 +311,47 @@ void Engine::Loop() {
       }
       if (stop_) return;
       DrainInbox();
+      // A group that broke between plans took the running requests' KV cache with it
+      // (with plans outstanding, their failure reports it instead).
+      if (inflight_.empty() && executor_->TakeStateLost()) {
+        FailRunning("the serving group broke; the request can be retried");
+      }
       RetireFinished(Now());  // e.g. a static batch whose last running member was aborted
     }
-    const double t0 = Now();
-    ScheduledBatch batch = scheduler_->Schedule();
-    if (batch.empty()) {
+    if (inflight_.empty() && !executor_->ready()) {
+      // A serving group is (re)forming: requests wait in the queue meanwhile.
+      executor_->WaitReady(absl::Milliseconds(100));
+      continue;
+    }
+    // Keep up to one batch per pipeline stage in flight; requests in flight are not
+    // scheduled again until their batch returns.
+    if (static_cast<int32_t>(inflight_.size()) < executor_->max_inflight()) {
+      const double t0 = Now();
+      ScheduledBatch batch = scheduler_->Schedule();
+      if (!batch.empty()) {
+        {
+          absl::MutexLock lock(&mu_);
+          for (const auto& s : batch.plan.seqs) {
+            auto it = live_.find(s.seq_id);
+            if (it == live_.end() || it->second->first_scheduled >= 0) continue;
+            it->second->first_scheduled = t0;
+            if (const Request* r = scheduler_->Find(s.seq_id)) {
+              it->second->cached_prompt_tokens = r->num_cached_prompt_tokens;
+            }
+          }
+        }
+        batch.plan.iteration = next_plan++;
+        absl::Status submitted = executor_->Submit(batch.plan);
+        inflight_.push_back(InFlight{std::move(batch), t0, Now()});
+        if (!submitted.ok()) {
+          CompleteOldest(submitted);
+        }
+        continue;
+      }
+    }
+    if (inflight_.empty()) {
       absl::MutexLock lock(&mu_);
-      snapshot_.num_running = scheduler_->num_running();
-      snapshot_.num_waiting = scheduler_->num_waiting();
-      snapshot_.kv_cache_usage = pool_->usage();
+      UpdateSnapshot();
       if (scheduler_->has_work()) {
         // Nothing fits right now (e.g. waiting for KV blocks held by in-flight work).
         auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || !aborts_.empty(); };
@@ -312,52 +359,52 @@ void Engine::Loop() {
       }
       continue;
     }
-    {
-      absl::MutexLock lock(&mu_);
-      for (const auto& s : batch.plan.seqs) {
-        auto it = live_.find(s.seq_id);
-        if (it == live_.end()) continue;
-        if (it->second->first_scheduled < 0) {
-          it->second->first_scheduled = t0;
-          if (const Request* r = scheduler_->Find(s.seq_id)) {
-            it->second->cached_prompt_tokens = r->num_cached_prompt_tokens;
-          }
-        }
-      }
+    CompleteOldest(absl::OkStatus());
+  }
+}
+
+void Engine::CompleteOldest(const absl::Status& submit_error) {
+  InFlight f = std::move(inflight_.front());
+  inflight_.pop_front();
+  absl::StatusOr<IterationResult> result =
+      submit_error.ok() ? executor_->Wait() : absl::StatusOr<IterationResult>(submit_error);
+  const double t2 = Now();
+  absl::MutexLock lock(&mu_);
+  if (!result.ok()) {
+    const std::string error(result.status().message());
+    const bool group_broke = absl::IsUnavailable(result.status());
+    ORCA_LOG(ERROR) << "iteration " << f.batch.plan.iteration << " failed: " << result.status();
+    std::vector<InFlight> lost;
+    lost.push_back(std::move(f));
+    if (group_broke) {  // every outstanding batch is lost with it
+      for (auto& g : inflight_) lost.push_back(std::move(g));
+      inflight_.clear();
     }
-    batch.plan.iteration = static_cast<uint64_t>(iterations);
-    const double t1 = Now();
-    absl::StatusOr<IterationResult> result = runner_->Execute(batch.plan);
-    const double t2 = Now();
-    absl::MutexLock lock(&mu_);
-    if (!result.ok()) {
-      ORCA_LOG(ERROR) << "iteration " << iterations << " failed: " << result.status();
-      for (const auto& s : batch.plan.seqs) {
+    for (const InFlight& g : lost) {
+      for (const auto& s : g.batch.plan.seqs) {
         scheduler_->Finish(s.seq_id, FinishReason::kError);
-        FinishLive(s.seq_id, FinishReason::kError, std::string(result.status().message()));
+        FinishLive(s.seq_id, FinishReason::kError, error, group_broke);
       }
-      scheduler_->Update(batch, IterationResult{});
-    } else {
-      for (const RequestUpdate& u : scheduler_->Update(batch, *result)) {
-        auto it = live_.find(u.request_id);
-        if (it == live_.end()) continue;
-        Emit(*it->second, u, t2);
-      }
+      scheduler_->Update(g.batch, IterationResult{});
     }
-    RetireFinished(t2);
-    const double t3 = Now();
-    ++iterations;
-    snapshot_.num_running = scheduler_->num_running();
-    snapshot_.num_waiting = scheduler_->num_waiting();
-    snapshot_.kv_cache_usage = pool_->usage();
-    snapshot_.num_preemptions = scheduler_->num_preemptions();
-    snapshot_.prefix_cache_hit_tokens = scheduler_->num_prefix_cache_hit_tokens();
-    snapshot_.iterations = iterations;
-    if (observer_) {
-      observer_->OnIteration(
-          t3 - t0, (t1 - t0) + (t3 - t2), static_cast<int32_t>(batch.plan.seqs.size()),
-          static_cast<int32_t>(batch.plan.num_tokens()), scheduler_->num_inflight_batches() + 1);
+    if (group_broke) FailRunning(error);
+    f = std::move(lost.front());
+  } else {
+    for (const RequestUpdate& u : scheduler_->Update(f.batch, *result)) {
+      auto it = live_.find(u.request_id);
+      if (it == live_.end()) continue;
+      Emit(*it->second, u, t2);
     }
+  }
+  RetireFinished(t2);
+  const double t3 = Now();
+  ++iterations_;
+  UpdateSnapshot();
+  if (observer_) {
+    observer_->OnIteration(t3 - f.scheduled, (f.submitted - f.scheduled) + (t3 - t2),
+                           static_cast<int32_t>(f.batch.plan.seqs.size()),
+                           static_cast<int32_t>(f.batch.plan.num_tokens()),
+                           static_cast<int32_t>(inflight_.size()) + 1);
   }
 }
 

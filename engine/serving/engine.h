@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,9 +18,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/backend/backend.h"
-#include "engine/executor/model_runner.h"
 #include "engine/sched/scheduler.h"
+#include "engine/serving/executor.h"
 #include "engine/serving/request_stream.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -28,6 +28,7 @@ namespace orca {
 struct EngineOptions {
   std::string model_dir;
   SchedulerConfig scheduler;
+  // The in-process executor's settings (ignored when Create is given an executor).
   int32_t block_size = 16;
   int32_t num_kv_blocks = 0;  // 0: from kv_cache_bytes
   size_t kv_cache_bytes = size_t{1} << 30;
@@ -73,7 +74,10 @@ struct EngineSnapshot {
 
 class Engine {
  public:
-  static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options);
+  // Runs plans on `executor` (a serving group), or in-process on a LocalExecutor built
+  // from `options` when it is null. The tokenizer is read from options.model_dir.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(
+      const EngineOptions& options, std::unique_ptr<Executor> executor = nullptr);
   ~Engine();
 
   // Starts the iteration thread.
@@ -88,7 +92,9 @@ class Engine {
   void Abort(uint64_t request_id);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  const ModelConfig& model_config() const { return runner_->config(); }
+  const ModelConfig& model_config() const { return executor_->config(); }
+  // Whether the executor can run plans (a serving group is complete). Thread-safe.
+  bool ready() const { return executor_->ready(); }
   int32_t max_model_len() const { return options_.scheduler.max_model_len; }
   EngineSnapshot Snapshot() const;
   void SetObserver(EngineObserver* observer) { observer_ = observer; }
@@ -99,21 +105,35 @@ class Engine {
   void Loop();
   void DrainInbox() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Live& live, const RequestUpdate& update, double now);
-  void FinishLive(uint64_t id, FinishReason reason, const std::string& error);
+  void FinishLive(uint64_t id, FinishReason reason, const std::string& error,
+                  bool retriable = false);
   // Hands finished requests' last events to their streams; under static batching, the
   // held responses once the whole batch is over.
   void RetireFinished(double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pushes the held events of live request `id`, reports it finished with its reason,
   // forgets it.
   void ReleaseDone(uint64_t id, double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies the oldest in-flight batch's result (or failure) from the executor.
+  // `submit_error`: Submit failed, so there is no result to wait for.
+  void CompleteOldest(const absl::Status& submit_error) ABSL_LOCKS_EXCLUDED(mu_);
+  // The serving group broke: every running request lost its KV cache and fails with a
+  // retriable error; cached prefixes are forgotten.
+  void FailRunning(const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   EngineOptions options_;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Executor> executor_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<KvBlockPool> pool_;
   std::unique_ptr<IterationScheduler> scheduler_;  // engine thread only
   EngineObserver* observer_ = nullptr;
+  // Batches submitted to the executor, oldest first (engine thread only).
+  struct InFlight {
+    ScheduledBatch batch;
+    double scheduled = 0, submitted = 0;
+  };
+  std::deque<InFlight> inflight_;
+  int64_t iterations_ = 0;
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Request>> inbox_ ABSL_GUARDED_BY(mu_);

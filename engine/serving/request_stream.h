@@ -22,7 +22,8 @@ struct StreamEvent {
   std::string text;                   // new text safe to show
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
-  std::string error;  // when finish_reason == kError
+  std::string error;       // when finish_reason == kError
+  bool retriable = false;  // the error is transient (the serving group broke): HTTP 503
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_prompt_tokens = 0;

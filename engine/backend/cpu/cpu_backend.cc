@@ -274,6 +274,9 @@ class CpuBackend : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> CreateCpuBackend(int num_threads) {
+  // OpenBLAS starts one thread per core by default; several ranks (or a --threads
+  // limit) on one machine would oversubscribe the cores with its spinning threads.
+  if (num_threads > 0) openblas_set_num_threads(num_threads);
   return std::make_unique<CpuBackend>(num_threads);
 }
 

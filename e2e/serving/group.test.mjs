@@ -1,0 +1,199 @@
+// Serving groups as separate processes (DESIGN.md section 4), driven by the official
+// OpenAI client:
+// - `orca serve --tensor-parallel 2 --pipeline-parallel 2` (a scheduler plus four
+//   local workers over Gloo) answers exactly as a single-process server;
+// - the commands orca-controller renders for a scheduler pod and its worker pods
+//   (engine.yaml included), run here as processes, form a group; killing a worker
+//   fails the in-flight request with a retriable error, the scheduler reports not
+//   ready and refuses requests with 503 + Retry-After, and a restarted worker brings
+//   the group back.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { startServer, skipOrFail, missingPrerequisite, metricValue, sourceDir, storiesDir } from './orca_server.mjs';
+
+const prompts = ['Once upon a time', 'The cat sat on the', 'Lily and Ben went to the park. They'];
+
+async function greedy(baseURL, prompt, maxTokens = 24) {
+  const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused' });
+  const r = await client.completions.create({ model: 'stories260K', prompt, max_tokens: maxTokens, temperature: 0 });
+  assert.equal(r.usage.completion_tokens, maxTokens);
+  return r.choices[0].text;
+}
+
+let reference;  // single-process answers, the ground truth for every group
+before(async () => {
+  if (missingPrerequisite()) return;
+  const single = await startServer();
+  try {
+    reference = [];
+    for (const p of prompts) reference.push(await greedy(single.baseURL, p));
+  } finally {
+    assert.equal(await single.stop(), 0);
+  }
+});
+
+test('a local 2x2 group answers as a single process', async (t) => {
+  if (skipOrFail(t)) return;
+  const group = await startServer(['--tensor-parallel', '2', '--pipeline-parallel', '2', '--threads', '4'],
+                                  { timeoutMs: 120000 });
+  try {
+    const answers = await Promise.all(prompts.map((p) => greedy(group.baseURL, p)));
+    assert.deepEqual(answers, reference);
+    // Streamed, through the same client.
+    const client = new OpenAI({ baseURL: `${group.baseURL}/v1`, apiKey: 'unused' });
+    let text = '';
+    const stream = await client.completions.create({ model: 'stories260K', prompt: prompts[0], max_tokens: 24,
+                                                     temperature: 0, stream: true });
+    for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
+    assert.equal(text, reference[0]);
+    assert.equal((await fetch(`${group.baseURL}/ready`)).status, 200);
+    const metrics = await (await fetch(`${group.baseURL}/metrics`)).text();
+    assert.equal(metricValue(metrics, 'orca_group_ready'), 1);
+  } finally {
+    assert.equal(await group.stop(), 0);
+  }
+});
+
+// --- the controller's pods as processes ---------------------------------------------
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
+    srv.on('error', reject);
+  });
+}
+
+function startProcess(name, args, env) {
+  const child = spawn(process.env.ORCA_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let log = '';
+  const keep = (d) => { log += d; if (log.length > 1e6) log = log.slice(-5e5); };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  return {
+    name, child, log: () => log,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function waitFor(what, fn, timeoutMs, logs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try { if (await fn()) return; } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what} within ${timeoutMs} ms; logs:\n${logs()}`);
+}
+
+const readyStatus = async (url) => (await fetch(`${url}/ready`)).status;
+
+test('the pods orca-controller renders form a group that survives a lost worker', async (t) => {
+  if (skipOrFail(t)) return;
+  const controller = process.env.ORCA_CONTROLLER_BIN;
+  if (!controller || !existsSync(controller)) {
+    if (process.env.CI === 'true') throw new Error('ORCA_CONTROLLER_BIN is not set in CI');
+    t.skip('ORCA_CONTROLLER_BIN is not set to the orca-controller binary');
+    return;
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'orca-group-'));
+  const cr = readFileSync(path.join(sourceDir, 'e2e/k8s/inferencedeployment.yaml'), 'utf8')
+    .replaceAll('@NAME@', 'demo').replaceAll('@NAMESPACE@', 'default').replaceAll('@IMAGE@', 'orca:dev')
+    .replaceAll('@MODEL_NAME@', 'stories260K').replaceAll('@MODEL_URI@', 'hostpath:///models/stories260K')
+    .replaceAll('@DEVICE@', 'cpu').replaceAll('@INGRESS_CLASS@', 'nginx').replaceAll('@HOST@', 'orca.local')
+    .replace('tensor: 1', 'tensor: 2');  // 2 stages x 2 tensor ranks: 4 worker pods
+  writeFileSync(path.join(dir, 'cr.yaml'), cr);
+  const objects = JSON.parse(execFileSync(controller, ['render', '-f', path.join(dir, 'cr.yaml'), '-o', 'json']));
+  const items = Array.isArray(objects) ? objects : objects.items;
+  const configMap = items.find((o) => o.kind === 'ConfigMap');
+  writeFileSync(path.join(dir, 'engine.yaml'), configMap.data['engine.yaml']);
+  const [httpPort, controlPort] = [await freePort(), await freePort()];
+  // What Kubernetes does for the pods: expand $(VAR) from the env, mount the config and
+  // the model. Ports move to free ones (the processes share one network namespace).
+  const rewrite = (argv, vars) => argv.slice(1).map((a) => a
+    .replace(/\$\((\w+)\)/g, (_, v) => vars[v])
+    .replace('/etc/orca/engine.yaml', path.join(dir, 'engine.yaml'))
+    .replace(/^\/models$/, storiesDir));
+  const procs = [];
+  const logs = () => procs.map((p) => `--- ${p.name}\n${p.log().slice(-3000)}`).join('\n');
+  try {
+    const sched = items.find((o) => o.kind === 'Deployment');
+    const schedArgs = rewrite(sched.spec.template.spec.containers[0].command, {})
+      .map((a) => (a === '8000' ? String(httpPort) : a === '8002' ? String(controlPort) : a === '8001' ? '0' : a));
+    procs.push(startProcess('scheduler', schedArgs, {}));
+    const workers = [];
+    for (const sts of items.filter((o) => o.kind === 'StatefulSet')) {
+      const env = Object.fromEntries(sts.spec.template.spec.containers[0].env.filter((e) => 'value' in e)
+        .map((e) => [e.name, e.value]));
+      for (let ordinal = 0; ordinal < sts.spec.replicas; ordinal++) {
+        const vars = { ...env, ORCA_SCHEDULER_ADDR: `127.0.0.1:${controlPort}`, ORCA_POD_ORDINAL: String(ordinal) };
+        const args = rewrite(sts.spec.template.spec.containers[0].command, vars);
+        args[args.indexOf('--metrics-port') + 1] = String(await freePort());
+        args.push('--threads', '1');
+        const name = `${sts.metadata.name}-${ordinal}`;
+        workers.push({ name, args });
+        procs.push(startProcess(name, args, { ORCA_POD_IP: '127.0.0.1' }));
+      }
+    }
+    assert.equal(workers.length, 4);
+    const url = `http://127.0.0.1:${httpPort}`;
+    await waitFor('the scheduler reports ready', async () => (await readyStatus(url)) === 200, 120000, logs);
+    assert.deepEqual(await Promise.all(prompts.map((p) => greedy(url, p))), reference);
+
+    // Lose the stage-1 worker with tp rank 0 (the sampling rank) mid-request.
+    const victim = procs.find((p) => p.name === 'demo-g0-s1-0');
+    const res = await fetch(`${url}/v1/completions`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'stories260K', prompt: prompts[0], max_tokens: 480, ignore_eos: true,
+                             temperature: 0, stream: true }),
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let body = '';
+    body += decoder.decode((await reader.read()).value ?? new Uint8Array());
+    await victim.stop('SIGKILL');
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      body += decoder.decode(value, { stream: true });
+    }
+    // Either the request had already finished (a fast machine) or it failed retriably.
+    if (!body.includes('"finish_reason":"length"')) {
+      assert.match(body, /service_unavailable_error/, body.slice(-2000));
+    }
+    await waitFor('the scheduler reports not ready', async () => (await readyStatus(url)) === 503, 30000, logs);
+    // While the group is incomplete, requests are refused retriably.
+    const refused = await fetch(`${url}/v1/completions`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'stories260K', prompt: prompts[1], max_tokens: 4 }),
+    });
+    assert.equal(refused.status, 503);
+    assert.ok(refused.headers.get('retry-after'), 'a 503 carries Retry-After');
+    assert.equal((await refused.json()).error.code, null);
+    // Kubernetes restarts the pod; the group re-forms and serves again.
+    const spec = workers.find((w) => w.name === 'demo-g0-s1-0');
+    procs.push(startProcess(`${spec.name} (restarted)`, spec.args, { ORCA_POD_IP: '127.0.0.1' }));
+    await waitFor('the group re-forms', async () => (await readyStatus(url)) === 200, 120000, logs);
+    assert.equal(await greedy(url, prompts[1]), reference[1]);
+    assert.equal(await greedy(url, prompts[2]), reference[2]);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    assert.equal(metricValue(metrics, 'orca_group_ready'), 1);
+    assert.equal(metricValue(metrics, 'orca_kv_cache_usage_perc'), 0);
+  } finally {
+    for (const p of procs.reverse()) await p.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,398 @@
+#include "engine/group/group_executor.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/common/log.h"
+#include "engine/common/status_macros.h"
+#include "engine/executor/model_runner.h"
+#include "engine/group/plan_codec.h"
+#include "orca/v1/control.grpc.pb.h"
+
+namespace orca {
+namespace {
+
+using Stream = grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>;
+
+// One rank's Join call. Writes may come from the engine thread (plans) and from the
+// handler that completes the group (GroupInit); reads only from its own handler.
+struct Session {
+  grpc::ServerContext* ctx = nullptr;
+  Stream* stream = nullptr;
+  int32_t rank = 0;
+  std::string name;
+  uint64_t generation = 0;  // the GroupInit it received; 0: none yet
+  bool ready = false;
+
+  absl::Mutex write_mu;
+  bool closed ABSL_GUARDED_BY(write_mu) = false;  // the Join handler returned: `stream` is gone
+  bool Write(const v1::SchedulerMessage& m) {
+    absl::MutexLock lock(&write_mu);
+    return !closed && stream->Write(m);
+  }
+  void Close() {
+    absl::MutexLock lock(&write_mu);
+    closed = true;
+  }
+};
+
+}  // namespace
+
+class GroupExecutor::Impl final : public v1::ControlPlane::Service {
+ public:
+  GroupOptions options;
+  ModelConfig config;
+  int32_t num_kv_blocks = 0;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+
+  int32_t world() const { return options.pipeline * options.tensor; }
+  int32_t sampling_rank() const { return (options.pipeline - 1) * options.tensor; }
+
+  grpc::Status Join(grpc::ServerContext* ctx, Stream* stream) override;
+  grpc::Status StoreSet(grpc::ServerContext*, const v1::StoreSetRequest* req,
+                        v1::StoreSetResponse*) override {
+    absl::MutexLock lock(&mu_);
+    store_[req->key()] = req->value();
+    return grpc::Status::OK;
+  }
+  grpc::Status StoreGet(grpc::ServerContext* ctx, const v1::StoreGetRequest* req,
+                        v1::StoreGetResponse* resp) override;
+
+  absl::Status Submit(const IterationPlan& plan);
+  absl::StatusOr<IterationResult> Wait();
+  bool ready() const {
+    absl::MutexLock lock(&mu_);
+    return ready_;
+  }
+  bool WaitReady(absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto cond = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return ready_ || shutting_down_; };
+    mu_.AwaitWithTimeout(absl::Condition(&cond), timeout);
+    return ready_;
+  }
+  uint64_t generation() const {
+    absl::MutexLock lock(&mu_);
+    return generation_;
+  }
+  bool TakeStateLost() {
+    absl::MutexLock lock(&mu_);
+    return std::exchange(state_lost_, false);
+  }
+  void Shutdown();
+
+ private:
+  // With every rank present and no group formed: starts a new generation and returns
+  // the sessions with their GroupInit messages, to be written outside the lock.
+  std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> MaybeInit()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Breaks the formed group (see the header); a no-op while none is formed.
+  void Break(const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleMessage(Session& s, const v1::WorkerMessage& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::map<int32_t, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  bool formed_ ABSL_GUARDED_BY(mu_) = false;  // GroupInit sent to the current sessions
+  bool ready_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<uint64_t> outstanding_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, absl::StatusOr<IterationResult>> results_ ABSL_GUARDED_BY(mu_);
+  std::string broken_ ABSL_GUARDED_BY(mu_);       // non-empty: outstanding plans were lost
+  bool state_lost_ ABSL_GUARDED_BY(mu_) = false;  // a formed group broke (see TakeStateLost)
+  std::map<std::string, std::string> store_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream) {
+  v1::WorkerMessage m;
+  if (!stream->Read(&m) || !m.has_hello()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be a hello");
+  }
+  const v1::WorkerHello& hello = m.hello();
+  if (hello.stage() < 0 || hello.stage() >= options.pipeline || hello.tp_rank() < 0 ||
+      hello.tp_rank() >= options.tensor) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("stage ", hello.stage(), " / tp rank ", hello.tp_rank(),
+                                     " is outside this group of ", options.pipeline, " stages x ",
+                                     options.tensor, " ranks"));
+  }
+  if (hello.device() != options.device) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("this group runs on '", options.device,
+                                     "'; the worker offers '", hello.device(), "'"));
+  }
+  auto session = std::make_shared<Session>();
+  session->ctx = ctx;
+  session->stream = stream;
+  session->rank = hello.stage() * options.tensor + hello.tp_rank();
+  session->name = hello.worker();
+  std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> inits;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
+    auto it = sessions_.find(session->rank);
+    if (it != sessions_.end()) {
+      return grpc::Status(
+          grpc::StatusCode::ALREADY_EXISTS,
+          absl::StrCat("rank ", session->rank, " is already joined by ", it->second->name));
+    }
+    sessions_[session->rank] = session;
+    ORCA_LOG(INFO) << "group: rank " << session->rank << " (stage " << hello.stage() << ", tp "
+                   << hello.tp_rank() << ") joined from " << session->name << "; "
+                   << sessions_.size() << "/" << world() << " present";
+    inits = MaybeInit();
+  }
+  for (auto& [s, init] : inits) s->Write(init);  // a failed write ends that session's Read
+
+  while (stream->Read(&m)) {
+    absl::MutexLock lock(&mu_);
+    HandleMessage(*session, m);
+  }
+  session->Close();  // writers holding the session must not touch the stream any more
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(session->rank);
+  if (it != sessions_.end() && it->second == session) {
+    sessions_.erase(it);
+    ORCA_LOG(WARNING) << "group: rank " << session->rank << " (" << session->name << ") left";
+    Break(absl::StrCat("worker rank ", session->rank, " (", session->name, ") disconnected"));
+  }
+  return grpc::Status::OK;
+}
+
+void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) {
+  if (!formed_ || s.generation != generation_) return;  // a message of a broken generation
+  switch (m.msg_case()) {
+    case v1::WorkerMessage::kReady: {
+      if (m.ready().generation() != generation_) return;
+      s.ready = true;
+      bool all = static_cast<int32_t>(sessions_.size()) == world();
+      for (const auto& [rank, other] : sessions_) all = all && other->ready;
+      if (all && !ready_) {
+        ready_ = true;
+        ORCA_LOG(INFO) << "group: generation " << generation_ << " ready (" << options.pipeline
+                       << " stages x " << options.tensor << " ranks)";
+      }
+      return;
+    }
+    case v1::WorkerMessage::kDone:
+      if (s.rank == sampling_rank()) results_[m.done().iteration()] = FromProto(m.done());
+      return;
+    case v1::WorkerMessage::kError: {
+      const v1::WorkerError& e = m.error();
+      if (e.fatal()) {
+        Break(absl::StrCat("worker rank ", s.rank, " failed: ", e.message()));
+      } else if (s.rank == sampling_rank()) {
+        results_[e.iteration()] = absl::InvalidArgumentError(e.message());
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>>
+GroupExecutor::Impl::MaybeInit() {
+  std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> out;
+  if (formed_ || static_cast<int32_t>(sessions_.size()) != world()) return out;
+  ++generation_;
+  formed_ = true;
+  ready_ = false;
+  store_.clear();
+  v1::SchedulerMessage m;
+  v1::GroupInit* init = m.mutable_init();
+  init->set_generation(generation_);
+  init->set_pipeline(options.pipeline);
+  init->set_tensor(options.tensor);
+  init->set_block_size(options.block_size);
+  init->set_num_kv_blocks(num_kv_blocks);
+  init->set_comm(world() == 1 ? "none" : "gloo");
+  init->set_store_prefix(absl::StrCat("orca/g", generation_, "/"));
+  init->set_comm_timeout_s(options.comm_timeout_s);
+  for (auto& [rank, s] : sessions_) {
+    s->generation = generation_;
+    s->ready = false;
+    out.emplace_back(s, m);
+  }
+  ORCA_LOG(INFO) << "group: all " << world() << " ranks present; initialising generation "
+                 << generation_;
+  return out;
+}
+
+void GroupExecutor::Impl::Break(const std::string& reason) {
+  if (!formed_) return;
+  formed_ = false;
+  ready_ = false;
+  state_lost_ = true;
+  ORCA_LOG(WARNING) << "group: generation " << generation_ << " broken: " << reason
+                    << "; waiting for every rank to rejoin";
+  if (!outstanding_.empty()) broken_ = reason;
+  outstanding_.clear();
+  results_.clear();
+  // The other ranks' communicators include the lost rank: end their sessions so they
+  // re-dial and rendezvous afresh.
+  for (auto& [rank, s] : sessions_) s->ctx->TryCancel();
+  sessions_.clear();
+}
+
+grpc::Status GroupExecutor::Impl::StoreGet(grpc::ServerContext* ctx, const v1::StoreGetRequest* req,
+                                           v1::StoreGetResponse* resp) {
+  absl::MutexLock lock(&mu_);
+  auto all_present = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    if (shutting_down_ || ctx->IsCancelled()) return true;
+    for (const std::string& k : req->keys()) {
+      if (store_.count(k) == 0) return false;
+    }
+    return true;
+  };
+  const absl::Time deadline =
+      std::min(absl::FromChrono(ctx->deadline()), absl::Now() + absl::Seconds(300));
+  while (!all_present()) {
+    if (absl::Now() >= deadline) {
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "rendezvous keys did not appear");
+    }
+    mu_.AwaitWithDeadline(absl::Condition(&all_present),
+                          std::min(deadline, absl::Now() + absl::Milliseconds(200)));
+  }
+  for (const std::string& k : req->keys()) {
+    auto it = store_.find(k);
+    if (it == store_.end()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "group reset");
+    resp->add_values(it->second);
+  }
+  return grpc::Status::OK;
+}
+
+absl::Status GroupExecutor::Impl::Submit(const IterationPlan& plan) {
+  v1::SchedulerMessage m;
+  ToProto(plan, m.mutable_plan());
+  std::vector<std::shared_ptr<Session>> targets;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!ready_) {
+      broken_.clear();  // the caller drops every outstanding plan on Unavailable
+      outstanding_.clear();
+      results_.clear();
+      return absl::UnavailableError("the serving group is not ready (a worker is missing)");
+    }
+    outstanding_.push_back(plan.iteration);
+    for (auto& [rank, s] : sessions_) targets.push_back(s);
+  }
+  for (auto& s : targets) {
+    if (!s->Write(m)) {
+      absl::MutexLock lock(&mu_);
+      Break(absl::StrCat("cannot send the plan to worker rank ", s->rank));
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<IterationResult> GroupExecutor::Impl::Wait() {
+  absl::MutexLock lock(&mu_);
+  auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return !broken_.empty() || outstanding_.empty() || results_.count(outstanding_.front()) > 0 ||
+           shutting_down_;
+  };
+  const bool in_time =
+      mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(options.iteration_timeout_s));
+  if (!in_time) {
+    Break(absl::StrCat("no result within ", options.iteration_timeout_s, " s"));
+  }
+  if (shutting_down_) return absl::UnavailableError("the scheduler is shutting down");
+  if (!broken_.empty()) {
+    std::string reason = std::move(broken_);
+    broken_.clear();
+    return absl::UnavailableError(
+        absl::StrCat("the serving group broke (", reason, "); the request can be retried"));
+  }
+  if (outstanding_.empty()) return absl::FailedPreconditionError("no plan is outstanding");
+  auto it = results_.find(outstanding_.front());
+  outstanding_.pop_front();
+  if (!it->second.ok()) {
+    absl::Status failed = it->second.status();
+    results_.erase(it);
+    return failed;
+  }
+  IterationResult r = std::move(*it->second);
+  results_.erase(it);
+  return r;
+}
+
+void GroupExecutor::Impl::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+    for (auto& [rank, s] : sessions_) s->ctx->TryCancel();
+  }
+  if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(const GroupOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  ORCA_ASSIGN_OR_RETURN(impl->config, LoadModelConfig(options.model_dir));
+  if (options.device != "cpu" && impl->world() > 1) {
+    return absl::UnimplementedError(
+        "multi-rank groups run on the CPU (Gloo) in this version; NCCL groups are not wired "
+        "to the control plane yet");
+  }
+  size_t per_block = 0;
+  for (int32_t s = 0; s < options.pipeline; ++s) {
+    ModelShard shard{options.pipeline, options.tensor, s, 0};
+    ORCA_RETURN_IF_ERROR(ValidateModelShard(impl->config, shard));
+    per_block =
+        std::max(per_block, ModelRunner::KvBytesPerBlock(impl->config, shard, options.block_size));
+  }
+  int64_t blocks = options.num_kv_blocks;
+  if (blocks <= 0) blocks = static_cast<int64_t>(options.kv_cache_bytes / per_block);
+  if (blocks <= 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("KV cache budget of ", options.kv_cache_bytes,
+                                                     " bytes per rank holds no block of ",
+                                                     per_block, " bytes"));
+  }
+  impl->num_kv_blocks = static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX / 1024));
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port);
+  builder.RegisterService(impl.get());
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  // Workers ping every few seconds so a vanished peer is noticed without traffic.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  impl->server = builder.BuildAndStart();
+  if (impl->server == nullptr || impl->port <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  ORCA_LOG(INFO) << "group: control plane on port " << impl->port << ", waiting for "
+                 << impl->world() << " rank(s) (" << options.pipeline << " stages x "
+                 << options.tensor << " tensor ranks), KV cache " << impl->num_kv_blocks
+                 << " blocks per rank";
+  return std::unique_ptr<GroupExecutor>(new GroupExecutor(std::move(impl)));
+}
+
+GroupExecutor::GroupExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GroupExecutor::~GroupExecutor() { impl_->Shutdown(); }
+int GroupExecutor::port() const { return impl_->port; }
+uint64_t GroupExecutor::generation() const { return impl_->generation(); }
+const ModelConfig& GroupExecutor::config() const { return impl_->config; }
+int32_t GroupExecutor::num_kv_blocks() const { return impl_->num_kv_blocks; }
+int32_t GroupExecutor::block_size() const { return impl_->options.block_size; }
+int32_t GroupExecutor::max_inflight() const { return impl_->options.pipeline; }
+bool GroupExecutor::ready() const { return impl_->ready(); }
+bool GroupExecutor::WaitReady(absl::Duration timeout) { return impl_->WaitReady(timeout); }
+bool GroupExecutor::TakeStateLost() { return impl_->TakeStateLost(); }
+absl::Status GroupExecutor::Submit(const IterationPlan& plan) { return impl_->Submit(plan); }
+absl::StatusOr<IterationResult> GroupExecutor::Wait() { return impl_->Wait(); }
+
+}  // namespace orca

@@ -1,0 +1,201 @@
+#include "engine/worker/worker.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "engine/comm/gloo/gloo_communicator.h"
+#include "engine/common/log.h"
+#include "engine/common/status_macros.h"
+#include "engine/group/plan_codec.h"
+#include "engine/serving/local_executor.h"
+#include "engine/worker/grpc_store.h"
+#include "orca/v1/control.grpc.pb.h"
+
+namespace orca {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, ": ", s.error_message()));
+}
+
+// Errors that retrying cannot fix. AlreadyExists is retried: after a restart the
+// scheduler may not yet have noticed that the rank's previous connection is dead.
+bool IsConfigurationError(const absl::Status& s) {
+  return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsFailedPrecondition(s) ||
+         absl::IsUnimplemented(s);
+}
+
+}  // namespace
+
+WorkerRank::~WorkerRank() { Stop(); }
+
+void WorkerRank::Stop() {
+  absl::MutexLock lock(&mu_);
+  stop_ = true;
+  if (ctx_ != nullptr) ctx_->TryCancel();
+}
+
+absl::Status WorkerRank::Run() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return absl::OkStatus();
+    }
+    absl::Status s = Session();
+    ready_ = false;
+    tp_comm_.reset();
+    pp_comm_.reset();
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return absl::OkStatus();
+    }
+    if (IsConfigurationError(s)) return s;
+    if (!s.ok()) {
+      ORCA_LOG(WARNING) << "worker " << options_.name << ": " << s << "; dialing again";
+    }
+    absl::MutexLock lock(&mu_);
+    auto stopped = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_; };
+    mu_.AwaitWithTimeout(absl::Condition(&stopped), options_.retry);
+  }
+}
+
+absl::Status WorkerRank::Session() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  auto channel =
+      grpc::CreateCustomChannel(options_.scheduler, grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::ControlPlane::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_wait_for_ready(true);  // the scheduler may start after us
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_) return absl::OkStatus();
+    ctx_ = &ctx;
+  }
+  struct Clear {
+    WorkerRank* w;
+    ~Clear() {
+      absl::MutexLock lock(&w->mu_);
+      w->ctx_ = nullptr;
+    }
+  } clear{this};
+  auto stream = stub->Join(&ctx);
+  auto finish = [&](const std::string& what) { return FromGrpc(stream->Finish(), what); };
+
+  v1::WorkerMessage hello;
+  v1::WorkerHello* h = hello.mutable_hello();
+  h->set_stage(options_.stage);
+  h->set_tp_rank(options_.tp_rank);
+  h->set_device(options_.device);
+  h->set_host(options_.host);
+  h->set_worker(options_.name);
+  v1::SchedulerMessage in;
+  if (!stream->Write(hello) || !stream->Read(&in)) return finish("joining the group");
+  if (!in.has_init()) return absl::InternalError("the scheduler did not send GroupInit first");
+  const v1::GroupInit& init = in.init();
+  ModelShard shard{init.pipeline(), init.tensor(), options_.stage, options_.tp_rank};
+  ORCA_LOG(INFO) << "worker " << options_.name << ": generation " << init.generation() << ", rank "
+                 << shard.rank() << " of " << shard.world_size() << " (stage " << shard.stage
+                 << ", tp " << shard.tp_rank << ")";
+
+  auto fail = [&](const absl::Status& s) {
+    v1::WorkerMessage m;
+    m.mutable_error()->set_message(std::string(s.message()));
+    m.mutable_error()->set_fatal(true);
+    stream->Write(m);
+    stream->WritesDone();
+    ctx.TryCancel();
+    return s;
+  };
+  const absl::Duration timeout =
+      absl::Seconds(init.comm_timeout_s() > 0 ? init.comm_timeout_s() : 60);
+  if (init.comm() == "gloo") {
+    GrpcStore store(stub.get(), absl::ToChronoMilliseconds(timeout));
+    GlooOptions go;
+    go.hostname = options_.host;
+    go.timeout = timeout;
+    auto connect = [&](const std::string& prefix, int rank, int size,
+                       std::unique_ptr<Communicator>& out) -> absl::Status {
+      ORCA_ASSIGN_OR_RETURN(out, CreateGlooCommunicator(store, prefix, rank, size, go));
+      return absl::OkStatus();
+    };
+    absl::Status s;
+    if (shard.tensor > 1) {
+      s = connect(absl::StrCat(init.store_prefix(), "tp", shard.stage, "/"), shard.tp_rank,
+                  shard.tensor, tp_comm_);
+    }
+    if (s.ok() && shard.pipeline > 1) {
+      s = connect(absl::StrCat(init.store_prefix(), "pp/"), shard.rank(), shard.world_size(),
+                  pp_comm_);
+    }
+    if (!s.ok()) return fail(s);
+  } else if (init.comm() != "none") {
+    return fail(absl::UnimplementedError(absl::StrCat("communicator '", init.comm(), "'")));
+  }
+  const ModelShard& had = runner_ ? runner_->shard() : shard;
+  const bool reuse = runner_ && had.pipeline == shard.pipeline && had.tensor == shard.tensor &&
+                     runner_->block_size() == init.block_size() &&
+                     runner_->num_kv_blocks() == init.num_kv_blocks();
+  if (reuse) {
+    if (absl::Status s = runner_->SetCommunicators(tp_comm_.get(), pp_comm_.get()); !s.ok()) {
+      return fail(s);
+    }
+  } else {
+    runner_.reset();
+    if (!backend_) {
+      auto b = CreateBackend(options_.device, options_.device_index, options_.num_threads, 0.9);
+      if (!b.ok()) return fail(b.status());
+      backend_ = std::move(*b);
+    }
+    ModelRunnerOptions ro;
+    ro.block_size = init.block_size();
+    ro.num_kv_blocks = init.num_kv_blocks();
+    ro.shard = shard;
+    ro.tp_comm = tp_comm_.get();
+    ro.pp_comm = pp_comm_.get();
+    auto runner = ModelRunner::Create(options_.model_dir, backend_.get(), ro);
+    if (!runner.ok()) return fail(runner.status());
+    runner_ = std::move(*runner);
+  }
+  v1::WorkerMessage ready;
+  ready.mutable_ready()->set_generation(init.generation());
+  ready.mutable_ready()->set_weight_bytes(runner_->weight_bytes());
+  ready.mutable_ready()->set_kv_cache_bytes(runner_->kv_cache_bytes());
+  if (!stream->Write(ready)) return finish("reporting ready");
+  generation_ = init.generation();
+  ready_ = true;
+  ORCA_LOG(INFO) << "worker " << options_.name << ": ready, layers "
+                 << shard.Layers(runner_->config().num_layers).first << ".."
+                 << shard.Layers(runner_->config().num_layers).second - 1 << ", weights "
+                 << runner_->weight_bytes() / (1 << 20) << " MiB";
+
+  while (stream->Read(&in)) {
+    if (!in.has_plan()) continue;
+    IterationPlan plan = FromProto(in.plan());
+    absl::StatusOr<IterationResult> result = runner_->Execute(plan);
+    ++iterations_;
+    v1::WorkerMessage out;
+    if (!result.ok()) {
+      // A plan the runner rejects is rejected by every rank before any data-plane
+      // traffic; anything else leaves the group inconsistent.
+      const bool fatal = !absl::IsInvalidArgument(result.status());
+      out.mutable_error()->set_iteration(plan.iteration);
+      out.mutable_error()->set_message(std::string(result.status().message()));
+      out.mutable_error()->set_fatal(fatal);
+      if (fatal) return fail(result.status());
+      if (!stream->Write(out)) break;
+      continue;
+    }
+    if (!shard.samples()) continue;
+    ToProto(*result, out.mutable_done());
+    if (!stream->Write(out)) break;
+  }
+  return finish("the session ended");
+}
+
+}  // namespace orca

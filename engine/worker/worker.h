@@ -1,0 +1,77 @@
+// WorkerRank: one rank of a serving group (DESIGN.md section 4), the role `orca worker`
+// runs once per rank it hosts. It dials the scheduler's control plane
+// (orca.v1.ControlPlane/Join), announces its stage and tp rank, and on GroupInit builds
+// its communicator (Gloo, rendezvousing through the scheduler) and its model shard;
+// then it executes every plan the scheduler streams, in order, and (when it is the
+// sampling rank) returns the sampled tokens. When the session breaks (the scheduler
+// restarts, another rank is lost) it drops the communicator and dials again; the
+// loaded shard is kept when the next generation has the same layout.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "engine/backend/backend.h"
+#include "engine/comm/communicator.h"
+#include "engine/executor/model_runner.h"
+
+namespace grpc {
+class ClientContext;
+}
+
+namespace orca {
+
+struct WorkerOptions {
+  std::string scheduler;  // host:port of the scheduler's control plane
+  std::string model_dir;
+  int32_t stage = 0;
+  int32_t tp_rank = 0;
+  std::string device = "cpu";
+  int32_t device_index = 0;
+  int32_t num_threads = 0;  // CPU backend threads; 0 = all cores
+  std::string host;         // address peers reach this rank's data plane at; "" = hostname
+  std::string name;         // for the scheduler's logs
+  absl::Duration retry = absl::Seconds(1);  // between dial attempts
+};
+
+class WorkerRank {
+ public:
+  explicit WorkerRank(WorkerOptions options) : options_(std::move(options)) {}
+  ~WorkerRank();
+
+  // Serves sessions until Stop(). Returns the error that makes going on pointless (the
+  // model cannot be loaded, the shard does not fit the model), OK after Stop().
+  absl::Status Run();
+  // Ends Run() soon (the current session is cancelled). Thread-safe.
+  void Stop();
+
+  bool ready() const { return ready_.load(); }
+  int64_t iterations() const { return iterations_.load(); }
+  uint64_t generation() const { return generation_.load(); }
+
+ private:
+  // One Join call; returns when it ends. A non-OK status is logged and retried unless
+  // it is InvalidArgument / NotFound / FailedPrecondition / Unimplemented
+  // (configuration errors).
+  absl::Status Session();
+
+  WorkerOptions options_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Communicator> tp_comm_;  // this stage's tensor-parallel ranks
+  std::unique_ptr<Communicator> pp_comm_;  // the whole group: activations between stages
+  std::atomic<bool> ready_{false};
+  std::atomic<int64_t> iterations_{0};
+  std::atomic<uint64_t> generation_{0};
+
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+}  // namespace orca
