@@ -291,10 +291,17 @@ void Engine::UpdateSnapshot() {
 
 void Engine::FailRunning(const std::string& error) {
   for (uint64_t id : scheduler_->RunningIds()) {
-    scheduler_->Finish(id, FinishReason::kError);
-    FinishLive(id, FinishReason::kError, error, /*retriable=*/true);
+    // Abort finishes a request in any state, a member of a static batch that completed
+    // and waits for its batch included: that one gets the response it completed, the
+    // others the retriable error.
+    scheduler_->Abort(id);
+    auto it = live_.find(id);
+    if (it != live_.end() && it->second->done) {
+      ReleaseDone(id, Now());
+    } else {
+      FinishLive(id, FinishReason::kError, error, /*retriable=*/true);
+    }
   }
-  scheduler_->TakeFinished();
   pool_->DropCached();
 }
 
