@@ -197,3 +197,31 @@ test('the pods orca-controller renders form a group that survives a lost worker'
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a local group with a corrupt checkpoint exits naming the file', async (t) => {
+  if (skipOrFail(t)) return;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'orca-bad-'));
+  try {
+    for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'tokenizer.model',
+                     'generation_config.json', 'model.safetensors']) {
+      if (existsSync(path.join(storiesDir, f))) writeFileSync(path.join(dir, f), readFileSync(path.join(storiesDir, f)));
+    }
+    // The scheduler reads only config.json and the tokenizer; the workers hit the damage.
+    const weights = readFileSync(path.join(dir, 'model.safetensors'));
+    writeFileSync(path.join(dir, 'model.safetensors'), weights.subarray(0, 1000));
+    const child = spawn(process.env.ORCA_BIN, ['serve', '--model', dir, '--pipeline-parallel', '2', '--port', '0',
+                                               '--grpc-port', '-1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; });
+    const code = await new Promise((resolve) => {
+      const timer = setTimeout(() => { child.kill('SIGKILL'); resolve('timeout'); }, 120000);
+      child.on('exit', (c) => { clearTimeout(timer); resolve(c); });
+    });
+    assert.notEqual(code, 0, err.slice(-2000));
+    assert.notEqual(code, 'timeout', err.slice(-2000));
+    assert.match(err, /orca serve: local workers exited \d+ times before the group formed/);
+    assert.match(err, /model\.safetensors: header length \d+ runs past the end of the 1000-byte file/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -88,6 +88,11 @@ absl::StatusOr<Group> StartGroup(const Flags& flags, const EngineOptions& eo, Ro
     const absl::Time deadline = absl::Now() + absl::Minutes(10);
     while (!executor->WaitReady(absl::Seconds(1))) {
       if (g_stop) return absl::CancelledError("interrupted while the group was forming");
+      if (g.workers->exits() >= 3) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "local workers exited ", g.workers->exits(),
+            " times before the group formed; their errors are above"));
+      }
       if (absl::Now() > deadline) {
         return absl::DeadlineExceededError("the local serving group did not form in 10 minutes");
       }
@@ -98,6 +103,8 @@ absl::StatusOr<Group> StartGroup(const Flags& flags, const EngineOptions& eo, Ro
 }
 
 absl::Status Serve(const Flags& flags, Role role) {
+  signal(SIGINT, OnSignal);
+  signal(SIGTERM, OnSignal);
   ORCA_ASSIGN_OR_RETURN(EngineOptions eo, EngineOptionsFromFlags(flags));
   ORCA_ASSIGN_OR_RETURN(Group group, StartGroup(flags, eo, role));
   ORCA_ASSIGN_OR_RETURN(auto engine, Engine::Create(eo, std::move(group.executor)));
@@ -155,8 +162,6 @@ absl::Status Serve(const Flags& flags, Role role) {
   // A line tests and supervisors can wait for.
   std::cout << "orca: serving " << so.served_model_name << " on http://" << so.host << ":"
             << http->port() << std::endl;
-  signal(SIGINT, OnSignal);
-  signal(SIGTERM, OnSignal);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ORCA_LOG(INFO) << "shutting down";
   if (grpc) grpc->Stop();

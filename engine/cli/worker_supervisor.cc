@@ -55,6 +55,7 @@ void WorkerSupervisor::Monitor() {
     for (size_t i = 0; i < pids_.size(); ++i) {
       int status = 0;
       if (pids_[i] <= 0 || waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
+      ++exits_;
       ORCA_LOG(WARNING) << workers_[i].name << " (pid " << pids_[i] << ") "
                         << (WIFSIGNALED(status)
                                 ? absl::StrCat("was killed by signal ", WTERMSIG(status))

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,6 +29,9 @@ class WorkerSupervisor {
   // Stops every worker: SIGTERM, then SIGKILL after a grace period.
   ~WorkerSupervisor();
 
+  // How many times a worker exited (and was restarted) so far.
+  int exits() const { return exits_.load(); }
+
  private:
   WorkerSupervisor() = default;
   absl::StatusOr<pid_t> Spawn(const Worker& w);
@@ -35,6 +39,7 @@ class WorkerSupervisor {
 
   std::vector<Worker> workers_;
   std::vector<pid_t> pids_;
+  std::atomic<int> exits_{0};
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread monitor_;

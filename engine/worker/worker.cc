@@ -23,7 +23,7 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
 // scheduler may not yet have noticed that the rank's previous connection is dead.
 bool IsConfigurationError(const absl::Status& s) {
   return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsFailedPrecondition(s) ||
-         absl::IsUnimplemented(s);
+         absl::IsUnimplemented(s) || absl::IsDataLoss(s);
 }
 
 }  // namespace

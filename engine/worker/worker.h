@@ -56,8 +56,8 @@ class WorkerRank {
 
  private:
   // One Join call; returns when it ends. A non-OK status is logged and retried unless
-  // it is InvalidArgument / NotFound / FailedPrecondition / Unimplemented
-  // (configuration errors).
+  // it is InvalidArgument / NotFound / FailedPrecondition / Unimplemented / DataLoss
+  // (configuration errors and corrupt model files).
   absl::Status Session();
 
   WorkerOptions options_;
