@@ -89,9 +89,9 @@ absl::StatusOr<Group> StartGroup(const Flags& flags, const EngineOptions& eo, Ro
     while (!executor->WaitReady(absl::Seconds(1))) {
       if (g_stop) return absl::CancelledError("interrupted while the group was forming");
       if (g.workers->exits() >= 3) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "local workers exited ", g.workers->exits(),
-            " times before the group formed; their errors are above"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("local workers exited ", g.workers->exits(),
+                         " times before the group formed; their errors are above"));
       }
       if (absl::Now() > deadline) {
         return absl::DeadlineExceededError("the local serving group did not form in 10 minutes");
