@@ -55,6 +55,8 @@ test('a local 2x2 group answers as a single process', async (t) => {
     assert.equal((await fetch(`${group.baseURL}/ready`)).status, 200);
     const metrics = await (await fetch(`${group.baseURL}/metrics`)).text();
     assert.equal(metricValue(metrics, 'orca_group_ready'), 1);
+    assert.equal(metricValue(metrics, 'orca_group_world_size'), 4);
+    assert.equal(metricValue(metrics, 'orca_group_breaks_total'), 0);
   } finally {
     assert.equal(await group.stop(), 0);
   }
@@ -191,6 +193,10 @@ test('the pods orca-controller renders form a group that survives a lost worker'
     assert.equal(await greedy(url, prompts[2]), reference[2]);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     assert.equal(metricValue(metrics, 'orca_group_ready'), 1);
+    assert.equal(metricValue(metrics, 'orca_group_world_size'), 4);
+    assert.equal(metricValue(metrics, 'orca_group_ranks_joined'), 4);
+    assert.equal(metricValue(metrics, 'orca_group_generation'), 2);
+    assert.equal(metricValue(metrics, 'orca_group_breaks_total'), 1);
     assert.equal(metricValue(metrics, 'orca_kv_cache_usage_perc'), 0);
   } finally {
     for (const p of procs.reverse()) await p.stop();

@@ -86,6 +86,10 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
     absl::MutexLock lock(&mu_);
     return std::exchange(state_lost_, false);
   }
+  GroupStatus status() const {
+    absl::MutexLock lock(&mu_);
+    return GroupStatus{world(), static_cast<int32_t>(sessions_.size()), generation_, breaks_};
+  }
   void Shutdown();
 
  private:
@@ -106,6 +110,7 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   std::map<uint64_t, absl::StatusOr<IterationResult>> results_ ABSL_GUARDED_BY(mu_);
   std::string broken_ ABSL_GUARDED_BY(mu_);       // non-empty: outstanding plans were lost
   bool state_lost_ ABSL_GUARDED_BY(mu_) = false;  // a formed group broke (see TakeStateLost)
+  uint64_t breaks_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::string> store_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -231,6 +236,7 @@ void GroupExecutor::Impl::Break(const std::string& reason) {
   formed_ = false;
   ready_ = false;
   state_lost_ = true;
+  ++breaks_;
   ORCA_LOG(WARNING) << "group: generation " << generation_ << " broken: " << reason
                     << "; waiting for every rank to rejoin";
   if (!outstanding_.empty()) broken_ = reason;
@@ -392,6 +398,7 @@ int32_t GroupExecutor::max_inflight() const { return impl_->options.pipeline; }
 bool GroupExecutor::ready() const { return impl_->ready(); }
 bool GroupExecutor::WaitReady(absl::Duration timeout) { return impl_->WaitReady(timeout); }
 bool GroupExecutor::TakeStateLost() { return impl_->TakeStateLost(); }
+GroupStatus GroupExecutor::group_status() const { return impl_->status(); }
 absl::Status GroupExecutor::Submit(const IterationPlan& plan) { return impl_->Submit(plan); }
 absl::StatusOr<IterationResult> GroupExecutor::Wait() { return impl_->Wait(); }
 

@@ -53,6 +53,7 @@ class GroupExecutor : public Executor {
   bool ready() const override;
   bool WaitReady(absl::Duration timeout) override;
   bool TakeStateLost() override;
+  GroupStatus group_status() const override;
   absl::Status Submit(const IterationPlan& plan) override;
   absl::StatusOr<IterationResult> Wait() override;
 

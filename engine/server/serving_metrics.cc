@@ -55,6 +55,14 @@ ServingMetrics::ServingMetrics(const std::string& model_name) {
   inflight_ =
       gauge("orca_pipeline_inflight_batches", "Batches in flight through the pipeline stages.");
   ready_ = gauge("orca_group_ready", "1 when the serving group is complete and initialised.");
+  world_size_ = gauge("orca_group_world_size", "Ranks of the serving group (pipeline x tensor).");
+  ranks_joined_ =
+      gauge("orca_group_ranks_joined", "Ranks connected to the scheduler's control plane now.");
+  generation_ =
+      gauge("orca_group_generation", "Initialisations of the serving group so far (1 in-process).");
+  breaks_ = counter("orca_group_breaks_total",
+                    "Times the serving group broke (a rank lost); its running requests failed "
+                    "with retriable errors.");
 }
 
 std::string ServingMetrics::Scrape(const Engine& engine, bool ready) {
@@ -63,6 +71,12 @@ std::string ServingMetrics::Scrape(const Engine& engine, bool ready) {
   waiting_->Set(s.num_waiting);
   kv_usage_->Set(s.kv_cache_usage);
   ready_->Set(ready ? 1 : 0);
+  const GroupStatus g = engine.group_status();
+  world_size_->Set(g.world_size);
+  ranks_joined_->Set(g.ranks_joined);
+  generation_->Set(static_cast<double>(g.generation));
+  const uint64_t seen = seen_breaks_.exchange(g.breaks);
+  if (g.breaks > seen) breaks_->Increment(static_cast<double>(g.breaks - seen));
   int64_t prev = seen_preemptions_.exchange(s.num_preemptions);
   if (s.num_preemptions > prev)
     preemptions_->Increment(static_cast<double>(s.num_preemptions - prev));

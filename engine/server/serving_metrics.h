@@ -47,6 +47,11 @@ class ServingMetrics : public EngineObserver {
   metrics::Histogram* overhead_;
   metrics::Gauge* inflight_;
   metrics::Gauge* ready_;
+  metrics::Gauge* world_size_;
+  metrics::Gauge* ranks_joined_;
+  metrics::Gauge* generation_;
+  metrics::Counter* breaks_;
+  std::atomic<uint64_t> seen_breaks_{0};
   std::atomic<int64_t> seen_preemptions_{0};
   std::atomic<int64_t> seen_prefix_hits_{0};
 };

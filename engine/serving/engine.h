@@ -95,6 +95,7 @@ class Engine {
   const ModelConfig& model_config() const { return executor_->config(); }
   // Whether the executor can run plans (a serving group is complete). Thread-safe.
   bool ready() const { return executor_->ready(); }
+  GroupStatus group_status() const { return executor_->group_status(); }
   int32_t max_model_len() const { return options_.scheduler.max_model_len; }
   EngineSnapshot Snapshot() const;
   void SetObserver(EngineObserver* observer) { observer_ = observer; }

@@ -15,6 +15,15 @@
 
 namespace orca {
 
+// What the executor's group looks like now (for metrics). An in-process executor is a
+// group of one rank that never breaks.
+struct GroupStatus {
+  int32_t world_size = 1;    // pipeline × tensor ranks
+  int32_t ranks_joined = 1;  // ranks connected to the control plane now
+  uint64_t generation = 1;   // initialisations so far
+  uint64_t breaks = 0;       // times a formed group broke
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -23,6 +32,9 @@ class Executor {
   virtual int32_t num_kv_blocks() const = 0;
   virtual int32_t block_size() const = 0;
   virtual int32_t max_inflight() const { return 1; }
+
+  // Thread-safe.
+  virtual GroupStatus group_status() const { return GroupStatus{}; }
 
   // Whether plans can run now: a group is complete and initialised. Thread-safe.
   virtual bool ready() const { return true; }

@@ -534,6 +534,8 @@ TEST(GroupExecutorTest, GenerationIncreasesWhenTheGroupReforms) {
   EXPECT_TRUE(ranks.StopRank(1).ok());
   EXPECT_TRUE(Eventually([&] { return !exec.ready(); }, absl::Seconds(10)));
   // No plan was outstanding: the loss is reported once all the same.
+  EXPECT_EQ(exec.group_status().breaks, 1u);
+  EXPECT_EQ(exec.group_status().world_size, 2);
   EXPECT_TRUE(exec.TakeStateLost());
   EXPECT_FALSE(exec.TakeStateLost());
   EXPECT_EQ(exec.Submit(plan).code(), absl::StatusCode::kUnavailable);
