@@ -96,7 +96,10 @@ absl::Status WorkerRank::Session() {
   h->set_worker(options_.name);
   v1::SchedulerMessage in;
   if (!stream->Write(hello) || !stream->Read(&in)) return finish("joining the group");
-  if (!in.has_init()) return absl::InternalError("the scheduler did not send GroupInit first");
+  if (!in.has_init()) {
+    ctx.TryCancel();
+    return absl::InternalError("the scheduler did not send GroupInit first");
+  }
   const v1::GroupInit& init = in.init();
   ModelShard shard{init.pipeline(), init.tensor(), options_.stage, options_.tp_rank};
   ORCA_LOG(INFO) << "worker " << options_.name << ": generation " << init.generation() << ", rank "
