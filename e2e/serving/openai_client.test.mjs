@@ -1,7 +1,8 @@
 // The official OpenAI client (npm `openai`) against `orca serve` on stories260K.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { startServer, skipOrFail, storiesDir, missingPrerequisite } from './orca_server.mjs';
@@ -166,4 +167,27 @@ test('a repeated prompt hits the prefix cache and yields the identical completio
   const cached = second.usage.prompt_tokens_details?.cached_tokens ?? 0;
   assert.ok(cached >= 16, `expected cached prompt tokens, got ${cached} of ${second.usage.prompt_tokens}`);
   assert.equal(cached % 16, 0, 'whole KV blocks are reused');
+});
+
+test('chat templates see the request keys in the client order, as transformers does', async (t) => {
+  if (skipOrFail(t)) return;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'orca-chat-template-'));
+  const template = path.join(dir, 'key_order.jinja');
+  writeFileSync(template, '{% for m in messages %}{{ m | tojson }}{% for k, v in m.items() %} {{ k }}{% endfor %};{% endfor %}');
+  const s = await startServer(['--chat-template', template]);
+  try {
+    const post = async (route, body) =>
+      (await fetch(`${s.baseURL}${route}`, { method: 'POST', body: JSON.stringify(body) })).json();
+    const messages = [{ role: 'user', name: 'bob', content: 'hi' }, { content: 'yo', role: 'assistant' }];
+    // What transformers' Jinja2 renders for these messages (json.loads keeps the order).
+    const expected = '{"role": "user", "name": "bob", "content": "hi"} role name content;' +
+      '{"content": "yo", "role": "assistant"} content role;';
+    const chat = await post('/tokenize', { messages, add_generation_prompt: false });
+    const plain = await post('/tokenize', { prompt: expected, add_special_tokens: false });
+    assert.ok(plain.tokens.length > 0);
+    assert.deepEqual(chat.tokens, plain.tokens);
+  } finally {
+    assert.equal(await s.stop(), 0);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

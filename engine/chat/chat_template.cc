@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::Parse(const std::str
   return tmpl;
 }
 
-absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::json& context,
+absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context,
                                                  size_t max_output_bytes) const {
   if (!context.is_object()) {
     return absl::InvalidArgumentError("chat template context must be a JSON object");

@@ -17,8 +17,9 @@
 // is an error), range() returns a list, generators are evaluated eagerly, case mapping
 // covers Latin, Greek and Cyrillic only, and {% include %}/{% extends %}/{% import %},
 // recursive loops and a few filters (groupby, slice, truncate, wordwrap, urlize, ...)
-// are not supported (errors). Dict order follows the context JSON, and nlohmann::json
-// objects iterate their keys sorted.
+// are not supported (errors). Dict order follows the context's objects, as Python dicts
+// built by json.loads follow the document: pass a nlohmann::ordered_json parsed from the
+// request (a nlohmann::json, converted implicitly, has its keys sorted).
 #pragma once
 
 #include <cstddef>
@@ -44,7 +45,7 @@ class ChatTemplate {
   // "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>", "tools": null}).
   // Template errors (raise_exception(...), type errors, undefined callables, runaway
   // loops or output over `max_output_bytes`) give InvalidArgument with the message.
-  absl::StatusOr<std::string> Render(const nlohmann::json& context,
+  absl::StatusOr<std::string> Render(const nlohmann::ordered_json& context,
                                      size_t max_output_bytes = 1 << 20) const;
 
   // Frees the parsed template; renders still running on other threads must finish first.

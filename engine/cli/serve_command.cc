@@ -138,7 +138,7 @@ absl::Status Serve(const Flags& flags, Role role) {
         absl::StrCat("chat template: ", chat_template.status().message()));
   }
   std::shared_ptr<ChatTemplate> tmpl = std::move(*chat_template);
-  so.render_chat = [tmpl](const nlohmann::json& ctx) { return tmpl->Render(ctx); };
+  so.render_chat = [tmpl](const nlohmann::ordered_json& ctx) { return tmpl->Render(ctx); };
   ORCA_ASSIGN_OR_RETURN(int64_t max_body, flags.GetInt("max-body-bytes"));
   so.max_body_bytes = static_cast<size_t>(max_body);
   auto metrics = std::make_shared<ServingMetrics>(so.served_model_name);

@@ -231,10 +231,11 @@ void HttpServer::Routes() {
     return absl::OkStatus();
   };
 
-  auto render_chat = [this](const json& messages, bool add_generation_prompt,
-                            const json& kwargs) -> absl::StatusOr<std::string> {
+  // The context keeps the request's key order (ordered_json), as transformers does.
+  auto render_chat = [this](const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                            const nlohmann::ordered_json& kwargs) -> absl::StatusOr<std::string> {
     const Tokenizer& tok = engine_->tokenizer();
-    json ctx = kwargs.is_object() ? kwargs : json::object();
+    nlohmann::ordered_json ctx = kwargs.is_object() ? kwargs : nlohmann::ordered_json::object();
     ctx["messages"] = messages;
     ctx["add_generation_prompt"] = add_generation_prompt;
     ctx["bos_token"] = tok.bos_id() ? tok.IdToToken(*tok.bos_id()) : "";
@@ -256,7 +257,8 @@ void HttpServer::Routes() {
     if (auto s = check_model(t->model); !s.ok()) return SendError(res, ErrorFrom(s));
     std::vector<int32_t> ids;
     if (!t->messages.is_null()) {
-      auto text = render_chat(t->messages, t->add_generation_prompt, json::object());
+      auto text =
+          render_chat(t->messages, t->add_generation_prompt, nlohmann::ordered_json::object());
       if (!text.ok()) return SendError(res, ErrorFrom(text.status()));
       ids = engine_->tokenizer().Encode(*text, false);
     } else {

@@ -34,8 +34,9 @@ struct HttpServerOptions {
   size_t max_body_bytes = 8 << 20;  // larger bodies get 413
   int num_threads = 512;            // concurrent connections (each stream holds one)
   // Renders a chat-template context ({"messages", "add_generation_prompt", "bos_token",
-  // "eos_token", ...}) to the prompt text; errors become 400s.
-  std::function<absl::StatusOr<std::string>(const nlohmann::json&)> render_chat;
+  // "eos_token", ...}) to the prompt text; errors become 400s. Objects keep the key order
+  // of the request body, as transformers' Python dicts do.
+  std::function<absl::StatusOr<std::string>(const nlohmann::ordered_json&)> render_chat;
   // Returns the Prometheus exposition for /metrics ("" when metrics are off).
   std::function<std::string()> metrics_text;
   // Returns whether the serving group is ready (DESIGN section 4); default: always.

@@ -1,6 +1,11 @@
 #include "engine/server/openai_request.h"
 
 #include <cmath>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
@@ -9,13 +14,94 @@
 namespace orca {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 constexpr int32_t kMaxN = 128;
 constexpr int32_t kMaxStops = 16;
 constexpr size_t kMaxStopLength = 256;
 constexpr int32_t kMaxLogprobs = 20;
 constexpr size_t kMaxPrompts = 64;
+
+// Builds an ordered_json from SAX events in linear time. (ordered_json::parse finds each
+// key by a linear scan of its object, quadratic for a body with many keys.) Objects keep
+// their keys in document order; a repeated key keeps its first place and takes its last
+// value, as with Python's json.loads and as nlohmann::json::parse takes the last value.
+class OrderedJsonBuilder : public nlohmann::json_sax<json> {
+ public:
+  explicit OrderedJsonBuilder(json* root) : root_(root) {}
+
+  bool null() override { return Put(json(nullptr)); }
+  bool boolean(bool v) override { return Put(json(v)); }
+  bool number_integer(number_integer_t v) override { return Put(json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return Put(json(v)); }
+  bool number_float(number_float_t v, const string_t& /*text*/) override { return Put(json(v)); }
+  bool string(string_t& v) override { return Put(json(std::move(v))); }
+  bool binary(binary_t& v) override { return Put(json::binary(std::move(v))); }
+  bool start_object(std::size_t /*size*/) override { return Open(json::object()); }
+  bool key(string_t& k) override {
+    Frame& f = stack_.back();
+    json::object_t& obj = *f.value->get_ptr<json::object_t*>();
+    auto [it, added] = f.index.try_emplace(k, obj.size());
+    if (added) obj.emplace_back(std::move(k), nullptr);  // no lookup: `index` has it
+    f.slot = it->second;
+    return true;
+  }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t /*size*/) override { return Open(json::array()); }
+  bool end_array() override { return Close(); }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& /*ex*/) override {
+    return false;
+  }
+
+ private:
+  struct Frame {
+    json* value;                                    // the open object or array
+    std::unordered_map<std::string, size_t> index;  // object: key -> position
+    size_t slot = 0;                                // object: where the next value goes
+  };
+
+  // Stores `v` where the document puts it and returns its address. Only the innermost open
+  // container grows, so the addresses of the open ones stay valid.
+  json* Place(json v) {
+    if (stack_.empty()) {
+      *root_ = std::move(v);
+      return root_;
+    }
+    Frame& f = stack_.back();
+    if (f.value->is_array()) {
+      json::array_t& arr = *f.value->get_ptr<json::array_t*>();
+      arr.push_back(std::move(v));
+      return &arr.back();
+    }
+    json& slot = (f.value->get_ptr<json::object_t*>()->begin() + f.slot)->second;
+    slot = std::move(v);
+    return &slot;
+  }
+  bool Put(json v) {
+    Place(std::move(v));
+    return true;
+  }
+  bool Open(json container) {
+    stack_.push_back(Frame{Place(std::move(container)), {}, 0});
+    return true;
+  }
+  bool Close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  json* root_;
+  std::vector<Frame> stack_;
+};
+
+// Parses `body` (strict JSON, like json::parse); nullopt when it is not valid JSON.
+std::optional<json> ParseBody(const std::string& body) {
+  json root;
+  OrderedJsonBuilder builder(&root);
+  if (!json::sax_parse(body, &builder)) return std::nullopt;
+  return root;
+}
 
 absl::Status Invalid(const std::string& param, const std::string& message) {
   absl::Status s = absl::InvalidArgumentError(message);
@@ -242,8 +328,9 @@ absl::Status ParseSampling(const json& j, OpenAiRequest& r) {
 }  // namespace
 
 absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool chat) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Invalid("", "the request body is not valid JSON");
+  std::optional<json> parsed = ParseBody(body);
+  if (!parsed) return Invalid("", "the request body is not valid JSON");
+  const json& j = *parsed;
   if (!j.is_object()) return Invalid("", "the request body must be a JSON object");
   OpenAiRequest r;
   r.chat = chat;
@@ -317,9 +404,9 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
 }
 
 absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return Invalid("", "the request body must be a JSON object");
+  std::optional<json> parsed = ParseBody(body);
+  if (!parsed || !parsed->is_object()) return Invalid("", "the request body must be a JSON object");
+  const json& j = *parsed;
   TokenizeRequest t;
   Fields f(j);
   if (const json* m = f.Get("model")) {
@@ -342,9 +429,9 @@ absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body) {
 
 absl::StatusOr<std::vector<int32_t>> ParseDetokenizeRequest(const std::string& body,
                                                             std::string* model) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return Invalid("", "the request body must be a JSON object");
+  std::optional<json> parsed = ParseBody(body);
+  if (!parsed || !parsed->is_object()) return Invalid("", "the request body must be a JSON object");
+  const json& j = *parsed;
   Fields f(j);
   if (const json* m = f.Get("model")) {
     if (!m->is_string()) return Invalid("model", "'model' must be a string");

@@ -3,6 +3,10 @@
 // with a message naming the field; the field name also travels as the Status payload
 // kParamPayload so the HTTP edge can fill the error's "param". Unknown fields are
 // ignored, as the OpenAI-compatible servers of the field do. Pure functions.
+//
+// Bodies parse to nlohmann::ordered_json: objects keep the client's key order (a repeated
+// key keeps its first place and its last value, as Python's json.loads does), so chat
+// templates see messages and chat_template_kwargs as transformers does.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,7 @@ inline constexpr char kParamPayload[] = "orca.dev/param";
 
 struct ChatMessageInput {
   std::string role;
-  nlohmann::json message;  // the whole message object, content flattened to a string
+  nlohmann::ordered_json message;  // the whole message object, content flattened to a string
 };
 
 struct OpenAiRequest {
@@ -30,9 +34,9 @@ struct OpenAiRequest {
   // Completions: one entry per prompt (text or token ids). Chat: messages instead.
   std::vector<std::string> prompt_texts;         // "" for token-id prompts
   std::vector<std::vector<int32_t>> prompt_ids;  // filled for token-id prompts
-  nlohmann::json messages;                       // chat: validated array
+  nlohmann::ordered_json messages;               // chat: validated array
   bool add_generation_prompt = true;
-  nlohmann::json chat_template_kwargs;  // extra template variables
+  nlohmann::ordered_json chat_template_kwargs;  // extra template variables
 
   GenerateParams params;  // max_tokens may be unset (-1) for chat: fill at tokenize
   bool max_tokens_given = false;
@@ -51,7 +55,7 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
 struct TokenizeRequest {
   std::string model;
   std::string prompt;
-  nlohmann::json messages;  // chat form
+  nlohmann::ordered_json messages;  // chat form
   bool add_special_tokens = true;
   bool add_generation_prompt = true;
 };

@@ -352,25 +352,25 @@ std::string Repr(const Value& v) {
 
 namespace {
 
-absl::StatusOr<Value> FromJsonAt(const nlohmann::json& json, int depth) {
+absl::StatusOr<Value> FromJsonAt(const nlohmann::ordered_json& json, int depth) {
   if (depth > kMaxValueDepth) return TooDeep();
   switch (json.type()) {
-    case nlohmann::json::value_t::null:
+    case nlohmann::ordered_json::value_t::null:
       return Value::None();
-    case nlohmann::json::value_t::boolean:
+    case nlohmann::ordered_json::value_t::boolean:
       return Value::Bool(json.get<bool>());
-    case nlohmann::json::value_t::number_integer:
+    case nlohmann::ordered_json::value_t::number_integer:
       return Value::Int(json.get<int64_t>());
-    case nlohmann::json::value_t::number_unsigned: {
+    case nlohmann::ordered_json::value_t::number_unsigned: {
       const uint64_t u = json.get<uint64_t>();
       if (u > static_cast<uint64_t>(INT64_MAX)) return Value::Float(static_cast<double>(u));
       return Value::Int(static_cast<int64_t>(u));
     }
-    case nlohmann::json::value_t::number_float:
+    case nlohmann::ordered_json::value_t::number_float:
       return Value::Float(json.get<double>());
-    case nlohmann::json::value_t::string:
+    case nlohmann::ordered_json::value_t::string:
       return Value::String(json.get_ref<const std::string&>());
-    case nlohmann::json::value_t::array: {
+    case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
       for (const auto& item : json) {
@@ -379,7 +379,7 @@ absl::StatusOr<Value> FromJsonAt(const nlohmann::json& json, int depth) {
       }
       return Value::Seq(std::move(items));
     }
-    case nlohmann::json::value_t::object: {
+    case nlohmann::ordered_json::value_t::object: {
       std::vector<std::pair<Value, Value>> items;
       items.reserve(json.size());
       for (auto it = json.begin(); it != json.end(); ++it) {
@@ -395,6 +395,6 @@ absl::StatusOr<Value> FromJsonAt(const nlohmann::json& json, int depth) {
 
 }  // namespace
 
-absl::StatusOr<Value> FromJson(const nlohmann::json& json) { return FromJsonAt(json, 0); }
+absl::StatusOr<Value> FromJson(const nlohmann::ordered_json& json) { return FromJsonAt(json, 0); }
 
 }  // namespace orca::chat_internal

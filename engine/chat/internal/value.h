@@ -163,8 +163,9 @@ std::string TypeName(const Value& v);
 // The error a use of an undefined value raises.
 absl::Status UndefinedError(const Value& v);
 
-// Converts JSON (the render context) to values; fails past kMaxValueDepth.
-absl::StatusOr<Value> FromJson(const nlohmann::json& json);
+// Converts JSON (the render context) to values; fails past kMaxValueDepth. Dicts keep
+// the objects' key order (a nlohmann::json converted to ordered_json has its keys sorted).
+absl::StatusOr<Value> FromJson(const nlohmann::ordered_json& json);
 
 // Python json.dumps(v, ensure_ascii, indent, separators, sort_keys).
 struct JsonDumpOptions {

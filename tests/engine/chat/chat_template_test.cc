@@ -36,7 +36,7 @@ std::unique_ptr<ChatTemplate> MustParse(const std::string& source) {
   return tmpl.ok() ? std::move(*tmpl) : nullptr;
 }
 
-absl::StatusOr<std::string> Render(const std::string& source, const json& context,
+absl::StatusOr<std::string> Render(const std::string& source, const nlohmann::ordered_json& context,
                                    size_t max_output_bytes = 1 << 20) {
   absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl = ChatTemplate::Parse(source);
   if (!tmpl.ok()) return tmpl.status();
@@ -256,10 +256,31 @@ TEST(ChatTemplateTest, RenderIsThreadSafe) {
 }
 
 TEST(ChatTemplateTest, ContextKeysFollowTheJsonObjectOrder) {
-  // nlohmann::json objects iterate in key order; so do dicts built from the context.
-  EXPECT_EQ(*Render("{{ d|tojson }} {% for k in d %}{{ k }}{% endfor %}",
-                    json{{"d", json{{"b", 1}, {"a", 2}}}}),
-            "{\"a\": 2, \"b\": 1} ab");
+  // Dicts built from the context keep its objects' order: nlohmann::ordered_json keeps
+  // the document's order (as Python's json does), nlohmann::json has its keys sorted.
+  const std::string source = "{{ d|tojson }} {% for k in d %}{{ k }}{% endfor %}";
+  EXPECT_EQ(*Render(source, json{{"d", json{{"b", 1}, {"a", 2}}}}), "{\"a\": 2, \"b\": 1} ab");
+  EXPECT_EQ(*Render(source, nlohmann::ordered_json::parse(R"({"d": {"b": 1, "a": 2}})")),
+            "{\"b\": 1, \"a\": 2} ba");
+}
+
+TEST(ChatTemplateTest, RequestKeyOrderReachesTheTemplateAsInTransformers) {
+  // Expected outputs from transformers' renderer (Jinja2) on the same JSON text.
+  const nlohmann::ordered_json context = nlohmann::ordered_json::parse(R"json({
+    "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+      "properties": {"unit": {"type": "string"}, "city": {"type": "string"}}}}}],
+    "messages": [{"role": "user", "name": "bob", "content": "hi"}],
+    "d": {"zeta": 1, "alpha": 2, "zeta": 3}
+  })json");
+  EXPECT_EQ(*Render("{{ tools | tojson }}", context),
+            "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+            "{\"type\": \"object\", \"properties\": {\"unit\": {\"type\": \"string\"}, "
+            "\"city\": {\"type\": \"string\"}}}}}]");
+  EXPECT_EQ(*Render("{% for k, v in messages[0].items() %}{{ k }}={{ v }};{% endfor %}", context),
+            "role=user;name=bob;content=hi;");
+  // A repeated key keeps its first place and its last value, like json.loads.
+  EXPECT_EQ(*Render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", context),
+            "zeta=3;alpha=2;");
 }
 
 }  // namespace

@@ -13,8 +13,9 @@
 namespace orca::chat_test {
 namespace {
 
-nlohmann::json FeatureContext() {
-  return nlohmann::json::parse(R"json({
+// Parsed keeping the keys' order (e.g. "d" is not sorted), as a request body is.
+nlohmann::ordered_json FeatureContext() {
+  return nlohmann::ordered_json::parse(R"json({
     "messages": [
       {"role": "system", "content": "You are helpful."},
       {"role": "user", "content": "Hello, wörld! 👋"},
@@ -64,6 +65,42 @@ TEST(ChatTemplateFeatureTest, MatchesJinja2) {
   }
   std::cout << "[ features ] " << result.matched << "/" << cases.size() << " cases match Jinja2 ("
             << result.errors << " are errors in both)" << std::endl;
+}
+
+// A chat request's objects keep the client's key order into the template, as in
+// transformers (json.loads gives dicts in document order): `tojson`, `.items()`,
+// `.keys()` and iteration over a dict all follow it, nothing is sorted.
+TEST(ChatTemplateFeatureTest, DictOrderFollowsTheJsonTextAsInJinja2) {
+  const nlohmann::ordered_json context = nlohmann::ordered_json::parse(R"json({
+    "tools": [{"type": "function", "function": {"name": "get_weather",
+      "description": "Current weather", "parameters": {"type": "object",
+      "properties": {"unit": {"type": "string", "enum": ["c", "f"]}, "city": {"type": "string"}},
+      "required": ["city"]}}}],
+    "d": {"zeta": 1, "alpha": {"y": 2, "x": 3}, "mid": [{"b": 1, "a": 2}], "zeta": 4},
+    "messages": [{"role": "user", "name": "bob", "content": "hi"},
+                 {"content": "yo", "role": "assistant"}]
+  })json");
+  const std::vector<RenderCase> cases = {
+      {"tools_tojson", "{{ tools | tojson }}", context},
+      {"tools_tojson_indent", "{{ tools[0].function | tojson(indent=2) }}", context},
+      {"dict_items", "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", context},
+      {"message_items",
+       "{% for m in messages %}{% for k, v in m.items() %}{{ k }}:{{ v }} {% endfor %}|"
+       "{% endfor %}",
+       context},
+      {"keys_values_iter",
+       "{{ d.keys() | list }} {{ d.values() | list }} {% for k in d.alpha %}{{ k }}{% endfor %}"
+       " {{ d }} {{ d.mid[0] | dictsort }}",
+       context},
+  };
+  const Comparison result = CompareWithJinja2(cases);
+  if (!result.available) {
+    if (InCi()) FAIL() << result.why;
+    GTEST_SKIP() << result.why;
+  }
+  EXPECT_EQ(result.compared, static_cast<int>(cases.size()));
+  EXPECT_EQ(result.matched, result.compared);
+  EXPECT_EQ(result.errors, 0);
 }
 
 }  // namespace

@@ -48,13 +48,13 @@ std::optional<std::vector<RenderResult>> RenderWithJinja2(const std::vector<Rend
   fs::create_directories(dir);
   const fs::path in_path = dir / "cases.json";
   const fs::path out_path = dir / "results.json";
-  nlohmann::json input = nlohmann::json::array();
+  nlohmann::ordered_json input = nlohmann::ordered_json::array();
   for (const RenderCase& c : cases) {
     input.push_back({{"template", c.source}, {"context", c.context}});
   }
   {
     std::ofstream out(in_path, std::ios::binary);
-    out << input.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out << input.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   }
   const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
   const std::string command = python + " " + TestPath("jinja_reference.py") + " " +

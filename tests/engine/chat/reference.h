@@ -14,7 +14,9 @@ namespace orca::chat_test {
 struct RenderCase {
   std::string name;
   std::string source;  // the template
-  nlohmann::json context;
+  // Keys keep the order they are given in (or parsed from), on both sides: Jinja2 gets
+  // them in that order, as transformers' Python dicts hold a request's keys.
+  nlohmann::ordered_json context;
 };
 
 struct RenderResult {
