@@ -2,7 +2,8 @@
 // in-process on one rank (LocalExecutor) or on a group of workers over the control
 // plane (GroupExecutor, engine/group). Plans are submitted in order and their results
 // come back in the same order; up to max_inflight() plans may be outstanding at once
-// (one per pipeline stage). Used by the engine thread only, except ready().
+// (one per pipeline stage). Used by the engine thread only, except ready() and
+// group_status(), which any thread may call.
 #pragma once
 
 #include <cstdint>
