@@ -153,6 +153,13 @@ test('the pods orca-controller renders form a group that survives a lost worker'
     const url = `http://127.0.0.1:${httpPort}`;
     await waitFor('the scheduler reports ready', async () => (await readyStatus(url)) === 200, 120000, logs);
     assert.deepEqual(await Promise.all(prompts.map((p) => greedy(url, p))), reference);
+    // Every worker pod reports itself ready and busy on its metrics port.
+    for (const w of workers) {
+      const port = w.args[w.args.indexOf('--metrics-port') + 1];
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      assert.equal(metricValue(text, 'orca_worker_ready'), 1, `${w.name}:\n${text}`);
+      assert.ok(metricValue(text, 'orca_worker_iterations_total') > 0, `${w.name}:\n${text}`);
+    }
 
     // Lose the stage-1 worker with tp rank 0 (the sampling rank) mid-request.
     const victim = procs.find((p) => p.name === 'demo-g0-s1-0');

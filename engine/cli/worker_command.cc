@@ -18,6 +18,7 @@
 #include "engine/cli/flags.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/metrics/metrics.h"
 #include "engine/worker/worker.h"
 #include "httplib.h"
 
@@ -34,25 +35,44 @@ std::string DefaultHost() {
   return "127.0.0.1";
 }
 
-// The Prometheus text of the worker's ranks.
-std::string Metrics(const std::vector<std::unique_ptr<WorkerRank>>& ranks,
-                    const std::vector<int32_t>& tp_ranks, int32_t stage) {
-  std::string out =
-      "# HELP orca_worker_ready 1 while the rank is initialised and serving plans.\n"
-      "# TYPE orca_worker_ready gauge\n";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    absl::StrAppend(&out, "orca_worker_ready{stage=\"", stage, "\",tp_rank=\"", tp_ranks[i], "\"} ",
-                    ranks[i]->ready() ? 1 : 0, "\n");
+// The worker's Prometheus metrics (the metrics library's data model), refreshed from its
+// ranks at every scrape.
+class WorkerMetrics {
+ public:
+  WorkerMetrics(const std::vector<std::unique_ptr<WorkerRank>>& ranks,
+                const std::vector<int32_t>& tp_ranks, int32_t stage)
+      : ranks_(ranks) {
+    auto& ready = metrics::BuildGauge()
+                      .Name("orca_worker_ready")
+                      .Help("1 while the rank is initialised and serving plans.")
+                      .Register(registry_);
+    auto& iterations = metrics::BuildCounter()
+                           .Name("orca_worker_iterations_total")
+                           .Help("Plans executed by the rank.")
+                           .Register(registry_);
+    for (int32_t tp : tp_ranks) {
+      const metrics::Labels labels = {{"stage", std::to_string(stage)},
+                                      {"tp_rank", std::to_string(tp)}};
+      ready_.push_back(&ready.Add(labels));
+      iterations_.push_back(&iterations.Add(labels));
+    }
   }
-  absl::StrAppend(&out,
-                  "# HELP orca_worker_iterations_total Plans executed by the rank.\n"
-                  "# TYPE orca_worker_iterations_total counter\n");
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    absl::StrAppend(&out, "orca_worker_iterations_total{stage=\"", stage, "\",tp_rank=\"",
-                    tp_ranks[i], "\"} ", ranks[i]->iterations(), "\n");
+
+  std::string Scrape() {
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      ready_[i]->Set(ranks_[i]->ready() ? 1 : 0);
+      const double done = static_cast<double>(ranks_[i]->iterations());
+      if (done > iterations_[i]->Value()) iterations_[i]->Increment(done - iterations_[i]->Value());
+    }
+    return registry_.Serialize();
   }
-  return out;
-}
+
+ private:
+  const std::vector<std::unique_ptr<WorkerRank>>& ranks_;
+  metrics::Registry registry_;
+  std::vector<metrics::Gauge*> ready_;
+  std::vector<metrics::Counter*> iterations_;
+};
 
 absl::Status RunWorker(const Flags& flags) {
   WorkerOptions base;
@@ -94,6 +114,7 @@ absl::Status RunWorker(const Flags& flags) {
     ranks.push_back(std::make_unique<WorkerRank>(o));
   }
 
+  WorkerMetrics worker_metrics(ranks, tp_ranks, base.stage);
   std::unique_ptr<httplib::Server> http;
   std::thread http_thread;
   if (metrics_port >= 0) {
@@ -107,9 +128,8 @@ absl::Status RunWorker(const Flags& flags) {
       res.status = all ? 200 : 503;
       res.set_content(all ? "ready\n" : "not ready\n", "text/plain");
     });
-    http->Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(Metrics(ranks, tp_ranks, base.stage),
-                      "text/plain; version=0.0.4; charset=utf-8");
+    http->Get("/metrics", [&worker_metrics](const httplib::Request&, httplib::Response& res) {
+      res.set_content(worker_metrics.Scrape(), metrics::kTextContentType);
     });
     if (!http->bind_to_port("0.0.0.0", static_cast<int>(metrics_port))) {
       return absl::UnavailableError(absl::StrCat("cannot listen on port ", metrics_port));

@@ -349,6 +349,10 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(const Group
         "multi-rank groups run on the CPU (Gloo) in this version; NCCL groups are not wired "
         "to the control plane yet");
   }
+  if (options.block_size <= 0 || options.block_size > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block size ", options.block_size, " out of range [1, 1024]"));
+  }
   size_t per_block = 0;
   for (int32_t s = 0; s < options.pipeline; ++s) {
     ModelShard shard{options.pipeline, options.tensor, s, 0};
@@ -363,7 +367,8 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(const Group
                                                      " bytes per rank holds no block of ",
                                                      per_block, " bytes"));
   }
-  impl->num_kv_blocks = static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX / 1024));
+  impl->num_kv_blocks =
+      static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX / options.block_size));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port);

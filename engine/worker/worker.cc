@@ -172,10 +172,9 @@ absl::Status WorkerRank::Session() {
   if (!stream->Write(ready)) return finish("reporting ready");
   generation_ = init.generation();
   ready_ = true;
-  ORCA_LOG(INFO) << "worker " << options_.name << ": ready, layers "
-                 << shard.Layers(runner_->config().num_layers).first << ".."
-                 << shard.Layers(runner_->config().num_layers).second - 1 << ", weights "
-                 << runner_->weight_bytes() / (1 << 20) << " MiB";
+  const auto [first_layer, end_layer] = shard.Layers(runner_->config().num_layers);
+  ORCA_LOG(INFO) << "worker " << options_.name << ": ready, layers " << first_layer << ".."
+                 << end_layer - 1 << ", weights " << runner_->weight_bytes() / (1 << 20) << " MiB";
 
   while (stream->Read(&in)) {
     if (!in.has_plan()) continue;

@@ -50,23 +50,24 @@ absl::Status FromIoException(const std::string& what, const std::string& msg) {
   return absl::UnavailableError(std::move(text));
 }
 
-// Runs `fn`, turning whatever Gloo throws into a Status that names `what`: exceptions
-// never leave this file.
-template <typename Fn>
-absl::Status CatchGloo(const std::string& what, Fn&& fn) {
+// Runs `fn`, turning whatever Gloo throws into a Status that names the operation
+// (`describe()`, called only on failure: these calls sit on the per-layer hot path):
+// exceptions never leave this file.
+template <typename Describe, typename Fn>
+absl::Status CatchGloo(Describe&& describe, Fn&& fn) {
   try {
     fn();
     return absl::OkStatus();
   } catch (const gloo::IoException& e) {
-    return FromIoException(what, e.what());
+    return FromIoException(describe(), e.what());
   } catch (const gloo::Exception& e) {
-    return absl::InternalError(absl::StrCat(what, ": ", e.what()));
+    return absl::InternalError(absl::StrCat(describe(), ": ", e.what()));
   } catch (const gloo::EnforceNotMet& e) {
-    return absl::InternalError(absl::StrCat(what, ": ", e.what()));
+    return absl::InternalError(absl::StrCat(describe(), ": ", e.what()));
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat(what, ": ", e.what()));
+    return absl::InternalError(absl::StrCat(describe(), ": ", e.what()));
   } catch (...) {
-    return absl::UnknownError(absl::StrCat(what, ": unknown exception"));
+    return absl::UnknownError(absl::StrCat(describe(), ": unknown exception"));
   }
 }
 
@@ -89,7 +90,7 @@ class GlooCommunicator : public Communicator {
     if (world_size_ == 1 || count == 0) return absl::OkStatus();
     if (!broken_.ok()) return Broken();
     const uint32_t tag = allreduce_tag_++;
-    const std::string what = absl::StrCat("gloo rank ", rank_, ": AllReduceSum of ", count);
+    auto what = [&] { return absl::StrCat("gloo rank ", rank_, ": AllReduceSum of ", count); };
     if (world_size_ <= kMaxDirectAllReduceRanks) {
       return Track(ExplainTimeout(CatchGloo(what, [&] { DirectAllReduce(data, count, tag); })));
     }
@@ -109,7 +110,9 @@ class GlooCommunicator : public Communicator {
     if (count == 0) return absl::OkStatus();
     if (!broken_.ok()) return Broken();
     const uint64_t slot = Slot(sent_[peer]++, count);
-    const std::string what = absl::StrCat("gloo rank ", rank_, ": Send of ", count, " to ", peer);
+    auto what = [&] {
+      return absl::StrCat("gloo rank ", rank_, ": Send of ", count, " to ", peer);
+    };
     return Track(ExplainTimeout(CatchGloo(what, [&] {
       // Gloo only reads a buffer it sends from.
       auto buffer = context_->createUnboundBuffer(const_cast<float*>(data), count * sizeof(float));
@@ -123,7 +126,9 @@ class GlooCommunicator : public Communicator {
     if (count == 0) return absl::OkStatus();
     if (!broken_.ok()) return Broken();
     const uint64_t slot = Slot(received_[peer]++, count);
-    const std::string what = absl::StrCat("gloo rank ", rank_, ": Recv of ", count, " from ", peer);
+    auto what = [&] {
+      return absl::StrCat("gloo rank ", rank_, ": Recv of ", count, " from ", peer);
+    };
     return Track(ExplainTimeout(CatchGloo(what, [&] {
       auto buffer = context_->createUnboundBuffer(data, count * sizeof(float));
       buffer->recv(peer, slot);
@@ -236,7 +241,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(gloo::rende
   }
   std::shared_ptr<gloo::rendezvous::Context> context;
   absl::Status status = CatchGloo(
-      absl::StrCat("gloo rank ", rank, " of ", world_size, ": joining group '", prefix, "'"), [&] {
+      [&] {
+        return absl::StrCat("gloo rank ", rank, " of ", world_size, ": joining group '", prefix,
+                            "'");
+      },
+      [&] {
         gloo::transport::tcp::attr attr;
         attr.hostname = options.hostname;
         std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);

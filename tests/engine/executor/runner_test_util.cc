@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -47,6 +48,20 @@ std::vector<float> PrefillLogits(ModelRunner& runner, const std::vector<int32_t>
   table.Release(pool);
   EXPECT_EQ(pool.num_free(), pool.num_blocks());
   return out;
+}
+
+ScheduledSequence NextChunk(uint64_t seq_id, const std::vector<int32_t>& tokens, int32_t computed,
+                            int32_t chunk, BlockTable& table, KvBlockPool& pool) {
+  const int32_t n = std::min(static_cast<int32_t>(tokens.size()) - computed, chunk);
+  EXPECT_TRUE(table.EnsureCapacity(pool, computed + n).ok());
+  ScheduledSequence ss;
+  ss.seq_id = seq_id;
+  ss.start_pos = computed;
+  ss.token_ids.assign(tokens.begin() + computed, tokens.begin() + computed + n);
+  ss.block_table = table.blocks();
+  ss.sample = computed + n == static_cast<int32_t>(tokens.size());
+  ss.sampling.temperature = 0;
+  return ss;
 }
 
 std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>& prompt,

@@ -26,6 +26,12 @@ LoadedModel LoadModel(const std::string& dir, int32_t num_blocks = 256, int32_t 
 std::vector<float> PrefillLogits(ModelRunner& runner, const std::vector<int32_t>& tokens,
                                  int32_t chunk);
 
+// The next greedy chunk of a sequence whose first `computed` of `tokens` are in the KV
+// cache: at most `chunk` tokens, sampling when it reaches the end of `tokens`. Grows
+// `table` from `pool` to hold them (fails the test when the pool is exhausted).
+ScheduledSequence NextChunk(uint64_t seq_id, const std::vector<int32_t>& tokens, int32_t computed,
+                            int32_t chunk, BlockTable& table, KvBlockPool& pool);
+
 // Greedy-decodes `n` tokens after `prompt` alone (ignoring EOS).
 std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>& prompt,
                                  int32_t n);

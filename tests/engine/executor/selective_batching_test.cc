@@ -80,17 +80,9 @@ TEST(SelectiveBatchingTest, BatchedEqualsAlone) {
     std::vector<TestSeq*> in_plan;
     for (TestSeq& s : seqs) {
       if (it < s.join_iteration || static_cast<int32_t>(s.generated.size()) == kSteps) continue;
-      const int32_t remaining = static_cast<int32_t>(s.tokens.size()) - s.computed;
-      const int32_t n = std::min(remaining, s.chunk);
-      ASSERT_TRUE(s.table.EnsureCapacity(pool, s.computed + n).ok());
-      ScheduledSequence ss;
-      ss.seq_id = s.id;
-      ss.start_pos = s.computed;
-      ss.token_ids.assign(s.tokens.begin() + s.computed, s.tokens.begin() + s.computed + n);
-      ss.block_table = s.table.blocks();
-      ss.sample = s.computed + n == static_cast<int32_t>(s.tokens.size());
-      ss.sampling.temperature = 0;
-      plan.seqs.push_back(ss);
+      plan.seqs.push_back(
+          orca::testing::NextChunk(s.id, s.tokens, s.computed, s.chunk, s.table, pool));
+      ASSERT_FALSE(::testing::Test::HasFailure());
       in_plan.push_back(&s);
     }
     if (plan.seqs.empty()) break;

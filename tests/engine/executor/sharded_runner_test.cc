@@ -92,15 +92,8 @@ Trace MakeTrace(ModelRunner& runner) {
     std::vector<Seq*> in_plan;
     for (Seq& s : seqs) {
       if (it < s.join || s.generated == kSteps) continue;
-      const int32_t n = std::min(static_cast<int32_t>(s.tokens.size()) - s.computed, s.chunk);
-      EXPECT_TRUE(s.table.EnsureCapacity(pool, s.computed + n).ok());
-      ScheduledSequence ss;
-      ss.seq_id = s.id;
-      ss.start_pos = s.computed;
-      ss.token_ids.assign(s.tokens.begin() + s.computed, s.tokens.begin() + s.computed + n);
-      ss.block_table = s.table.blocks();
-      ss.sample = s.computed + n == static_cast<int32_t>(s.tokens.size());
-      ss.sampling.temperature = 0;
+      ScheduledSequence ss =
+          orca::testing::NextChunk(s.id, s.tokens, s.computed, s.chunk, s.table, pool);
       ss.output_index = s.generated;
       plan.seqs.push_back(ss);
       in_plan.push_back(&s);
