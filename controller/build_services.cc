@@ -43,14 +43,13 @@ Json BuildHeadlessService(const InferenceDeployment& d, int group) {
                                          OwnedLabels(d, group, -1, "worker", ""))},
               {"spec",
                {{"clusterIP", "None"},
-                // Communicator rendezvous happens before any pod is ready.
+                // Workers reach each other (the data plane) before any pod is ready.
                 {"publishNotReadyAddresses", true},
                 {"selector",
                  {{kLabelDeployment, d.name},
                   {kLabelGroup, std::to_string(group)},
                   {kLabelRole, "worker"}}},
-                {"ports", Json::array({Port("data", kDataPlanePort, "data"),
-                                       Port("metrics", kWorkerMetricsPort, "metrics")})}}}};
+                {"ports", Json::array({Port("metrics", kWorkerMetricsPort, "metrics")})}}}};
 }
 
 Json BuildClientService(const InferenceDeployment& d) {

@@ -5,11 +5,13 @@
 #include "controller/builders.h"
 #include "controller/layout.h"
 #include "controller/yaml.h"
+#include "engine/config/config_loader.h"
 
 namespace orca::controller {
 namespace {
 
 constexpr char kConfigDir[] = "/etc/orca";
+constexpr char kEngineYaml[] = "/etc/orca/engine.yaml";
 constexpr char kApiKeyDir[] = "/etc/orca/api-key";
 constexpr char kModelMount[] = "/models";
 
@@ -51,19 +53,16 @@ Json ModelVolume(const ModelSource& src) {
   return Json{{"name", "model"}, {"hostPath", {{"path", src.path}, {"type", "Directory"}}}};
 }
 
-// Returns env shared by scheduler and worker pods of `group`.
-Json GroupEnv(const InferenceDeployment& d, int group) {
-  const ParallelismSpec& p = d.spec.parallelism;
+// Returns the env of a worker pod of `stage` in `group`: what its command line expands
+// ($(ORCA_SCHEDULER_ADDR), $(ORCA_STAGE_INDEX), $(ORCA_POD_ORDINAL)) and what `orca
+// worker` reads itself (ORCA_POD_IP: its data-plane address; ORCA_POD_NAME: its name in
+// the scheduler's logs). Everything else reaches the processes through engine.yaml.
+Json WorkerEnv(const InferenceDeployment& d, int group, int stage) {
   return Json::array({
       EnvValue("ORCA_SCHEDULER_ADDR", SchedulerControlAddress(d.name, d.ns, group)),
-      EnvValue("ORCA_RENDEZVOUS_ADDR", RendezvousAddress(d.name, d.ns, group)),
-      EnvValue("ORCA_GROUP_INDEX", std::to_string(group)),
-      EnvValue("ORCA_TP_SIZE", std::to_string(p.tensor)),
-      EnvValue("ORCA_PP_SIZE", std::to_string(p.pipeline)),
-      EnvValue("ORCA_WORLD_SIZE", std::to_string(WorldSize(p))),
-      EnvValue("ORCA_GPUS_PER_POD", std::to_string(p.gpus_per_pod)),
+      EnvValue("ORCA_STAGE_INDEX", std::to_string(stage)),
+      EnvField("ORCA_POD_ORDINAL", "metadata.labels['apps.kubernetes.io/pod-index']"),
       EnvField("ORCA_POD_NAME", "metadata.name"),
-      EnvField("ORCA_NAMESPACE", "metadata.namespace"),
       EnvField("ORCA_POD_IP", "status.podIP"),
   });
 }
@@ -137,29 +136,55 @@ Json OwnedLabels(const InferenceDeployment& d, int group, int stage, const std::
   return l;
 }
 
-std::string EngineConfigYaml(const InferenceDeployment& d) {
+EngineConfig EngineConfigFor(const InferenceDeployment& d) {
   const InferenceDeploymentSpec& s = d.spec;
   const EngineSpec& e = s.engine;
-  Json config = {
-      {"model",
-       {{"name", s.model.name}, {"dtype", s.model.dtype}, {"dir", ModelDir(s.model_source)}}},
-      {"parallelism",
-       {{"tensor", s.parallelism.tensor},
-        {"pipeline", s.parallelism.pipeline},
-        {"gpus_per_pod", s.parallelism.gpus_per_pod},
-        {"device", s.parallelism.device}}},
-      {"engine",
-       {{"max_batch_size", e.max_batch_size},
-        {"max_batched_tokens", e.max_batched_tokens},
-        {"kv_policy", e.kv_policy},
-        {"block_size", e.block_size},
-        {"chunked_prefill", e.chunked_prefill},
-        {"prefix_caching", e.prefix_caching},
-        {"memory_fraction", e.memory_fraction},
-        {"scheduling_policy", e.scheduling_policy}}},
-  };
-  return absl::StrCat("# orca engine configuration of InferenceDeployment ", d.ns, "/", d.name,
-                      ", written by orca-controller.\n", ToYaml(config));
+  EngineConfig c;
+  c.model.dir = ModelDir(s.model_source);
+  c.model.served_name = s.model.name;
+  // The CRD's enums are checked by ParseInferenceDeployment; the engine spells them the
+  // same (device: `gpu` is an accepted spelling of `cuda`).
+  c.model.dtype = ParseWeightDType(s.model.dtype).value_or(WeightDType::kAuto);
+  c.device.type = ParseDevice(s.parallelism.device).value_or(Device::kCuda);
+  c.device.memory_fraction = e.memory_fraction;
+  c.parallel.tensor = s.parallelism.tensor;
+  c.parallel.pipeline = s.parallelism.pipeline;
+  c.parallel.gpus_per_pod = s.parallelism.gpus_per_pod;
+  c.parallel.control_port = kControlPort;
+  c.kv_cache.block_size = e.block_size;
+  c.scheduler.policy = ParseSchedulingPolicy(e.scheduling_policy).value_or(SchedulingPolicy::kIteration);
+  c.scheduler.kv_policy = ParseKvPolicy(e.kv_policy).value_or(KvPolicy::kPaged);
+  c.scheduler.prefix_caching = e.prefix_caching;
+  c.scheduler.chunked_prefill = e.chunked_prefill;
+  c.scheduler.max_batch_size = e.max_batch_size;
+  c.scheduler.max_batched_tokens = e.max_batched_tokens;
+  c.server.port = kHttpPort;
+  c.server.grpc_port = kGrpcPort;
+  if (s.api_key) c.server.api_key_file = absl::StrCat(kApiKeyDir, "/", s.api_key->key);
+  c.worker.metrics_port = kWorkerMetricsPort;
+  return c;
+}
+
+const std::vector<std::string>& EngineConfigKeys() {
+  static const auto* keys = new std::vector<std::string>{
+      "model.dir", "model.name", "model.dtype",
+      "device.type", "device.memory_fraction",
+      "kv_cache.block_size",
+      "scheduler.policy", "scheduler.kv_policy", "scheduler.prefix_caching",
+      "scheduler.chunked_prefill", "scheduler.max_batch_size", "scheduler.max_batched_tokens",
+      "parallelism.tensor", "parallelism.pipeline", "parallelism.gpus_per_pod",
+      "parallelism.control_port",
+      "server.port", "server.grpc_port", "server.api_key_file",
+      "worker.metrics_port"};
+  return *keys;
+}
+
+std::string EngineConfigYaml(const InferenceDeployment& d) {
+  // The keys all exist (the seam test checks), so the writer cannot fail here.
+  return ToEngineYaml(EngineConfigFor(d), EngineConfigKeys(),
+                      absl::StrCat("# orca engine configuration of InferenceDeployment ", d.ns,
+                                   "/", d.name, ", written by orca-controller.\n"))
+      .value_or("");
 }
 
 Json BuildEngineConfigMap(const InferenceDeployment& d, const std::string& revision) {
@@ -173,27 +198,21 @@ Json BuildEngineConfigMap(const InferenceDeployment& d, const std::string& revis
 Json BuildSchedulerDeployment(const InferenceDeployment& d, int group,
                               const std::string& revision) {
   const InferenceDeploymentSpec& s = d.spec;
-  Json args = Json::array(
-      {"orca", "scheduler", "--config", absl::StrCat(kConfigDir, "/engine.yaml"), "--model-dir",
-       ModelDir(s.model_source), "--served-model-name", s.model.name, "--http-port",
-       std::to_string(kHttpPort), "--grpc-port", std::to_string(kGrpcPort), "--control-port",
-       std::to_string(kControlPort), "--metrics-port", std::to_string(kHttpPort)});
+  // Everything but the role is in engine.yaml.
+  Json args = Json::array({"orca", "scheduler", "--config", kEngineYaml});
   Json mounts = CommonMounts();
   Json volumes = CommonVolumes(d, revision);
   if (s.api_key) {
-    args.push_back("--api-key-file");
-    args.push_back(absl::StrCat(kApiKeyDir, "/", s.api_key->key));
     mounts.push_back({{"name", "api-key"}, {"mountPath", kApiKeyDir}, {"readOnly", true}});
     volumes.push_back({{"name", "api-key"}, {"secret", {{"secretName", s.api_key->name}}}});
   }
-  Json env = GroupEnv(d, group);
+  Json env = Json::array();
   AppendUserEnv(env, s.scheduler);
   Json container = {
       {"name", "scheduler"},
       {"image", s.image},
       {"imagePullPolicy", s.image_pull_policy},
       {"command", args},
-      {"env", env},
       {"ports",
        Json::array({{{"name", "http"}, {"containerPort", kHttpPort}, {"protocol", "TCP"}},
                     {{"name", "grpc"}, {"containerPort", kGrpcPort}, {"protocol", "TCP"}},
@@ -203,6 +222,7 @@ Json BuildSchedulerDeployment(const InferenceDeployment& d, int group,
       {"startupProbe", HttpProbe("/health", "http", 10, 60)},
       {"volumeMounts", mounts},
   };
+  if (!env.empty()) container["env"] = env;
   if (!s.scheduler.resources.is_null()) container["resources"] = s.scheduler.resources;
   Json pod_meta = {{"labels", OwnedLabels(d, group, -1, "scheduler", revision)}};
   Json pod_spec = {{"containers", Json::array({container})},
@@ -224,16 +244,13 @@ Json BuildWorkerStatefulSet(const InferenceDeployment& d, int group, int stage,
                             const std::string& revision) {
   const InferenceDeploymentSpec& s = d.spec;
   const ParallelismSpec& p = s.parallelism;
-  Json env = GroupEnv(d, group);
-  env.push_back(EnvValue("ORCA_STAGE_INDEX", std::to_string(stage)));
-  env.push_back(EnvField("ORCA_POD_ORDINAL", "metadata.labels['apps.kubernetes.io/pod-index']"));
+  Json env = WorkerEnv(d, group, stage);
   AppendUserEnv(env, s.worker);
-  Json args = Json::array(
-      {"orca", "worker", "--scheduler", "$(ORCA_SCHEDULER_ADDR)", "--config",
-       absl::StrCat(kConfigDir, "/engine.yaml"), "--model-dir", ModelDir(s.model_source), "--stage",
-       "$(ORCA_STAGE_INDEX)", "--pod-index", "$(ORCA_POD_ORDINAL)", "--gpus-per-pod",
-       std::to_string(p.gpus_per_pod), "--metrics-port", std::to_string(kWorkerMetricsPort),
-       "--data-port", std::to_string(kDataPlanePort)});
+  // The pod's place in the group on the command line; everything else in engine.yaml.
+  Json args = Json::array({"orca", "worker", "--config", kEngineYaml,
+                           FlagFor("worker.scheduler"), "$(ORCA_SCHEDULER_ADDR)",
+                           FlagFor("worker.stage"), "$(ORCA_STAGE_INDEX)",
+                           FlagFor("worker.pod_index"), "$(ORCA_POD_ORDINAL)"});
   Json resources = s.worker.resources.is_null() ? Json::object() : s.worker.resources;
   if (p.device == "gpu" && !(resources.contains("limits") && resources["limits"].is_object() &&
                              resources["limits"].contains("nvidia.com/gpu"))) {
@@ -251,8 +268,7 @@ Json BuildWorkerStatefulSet(const InferenceDeployment& d, int group, int stage,
       {"env", env},
       {"ports",
        Json::array(
-           {{{"name", "metrics"}, {"containerPort", kWorkerMetricsPort}, {"protocol", "TCP"}},
-            {{"name", "data"}, {"containerPort", kDataPlanePort}, {"protocol", "TCP"}}})},
+           {{{"name", "metrics"}, {"containerPort", kWorkerMetricsPort}, {"protocol", "TCP"}}})},
       {"livenessProbe", HttpProbe("/health", "metrics", 10, 3)},
       {"startupProbe", HttpProbe("/health", "metrics", 10, 90)},
       {"volumeMounts", mounts},

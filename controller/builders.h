@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "controller/spec.h"
+#include "engine/config/engine_config.h"
 
 namespace orca::controller {
 
@@ -23,7 +24,14 @@ Json OwnedLabels(const InferenceDeployment& d, int group, int stage, const std::
 // Returns {name, namespace, labels, ownerReferences (controller: true)} of an owned object.
 Json OwnedMetadata(const InferenceDeployment& d, const std::string& name, Json labels);
 
-// Returns the engine configuration YAML written to the ConfigMap.
+// Returns the engine configuration of `d`'s processes: the CRD's model, parallelism and
+// engine fields mapped onto the engine's own settings (engine/config), with the ports
+// and mounts the pods use.
+EngineConfig EngineConfigFor(const InferenceDeployment& d);
+// Returns the engine.yaml keys the controller writes (the settings EngineConfigFor sets).
+const std::vector<std::string>& EngineConfigKeys();
+// Returns engine.yaml for the ConfigMap: EngineConfigKeys of EngineConfigFor, written by
+// the engine's own writer (ToEngineYaml).
 std::string EngineConfigYaml(const InferenceDeployment& d);
 
 Json BuildEngineConfigMap(const InferenceDeployment& d, const std::string& revision);

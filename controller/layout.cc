@@ -27,11 +27,6 @@ std::string ConfigMapName(const std::string& name, const std::string& revision) 
 std::string SchedulerControlAddress(const std::string& name, const std::string& ns, int group) {
   return absl::StrCat(SchedulerName(name, group), ".", ns, ".svc:", kControlPort);
 }
-std::string RendezvousAddress(const std::string& name, const std::string& ns, int group) {
-  return absl::StrCat(StageName(name, group, 0), "-0.", HeadlessServiceName(name, group), ".", ns,
-                      ".svc:", kDataPlanePort);
-}
-
 std::string RevisionHash(const InferenceDeploymentSpec& spec) {
   // nlohmann::json objects are std::map-backed, so dump() is canonical.
   std::string canonical = PodTemplateInputs(spec).dump();

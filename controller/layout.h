@@ -27,7 +27,6 @@ inline constexpr int kHttpPort = 8000;
 inline constexpr int kGrpcPort = 8001;
 inline constexpr int kControlPort = 8002;
 inline constexpr int kWorkerMetricsPort = 9090;
-inline constexpr int kDataPlanePort = 29500;
 
 // Returns tensor / gpusPerPod: worker pods in one pipeline stage.
 int PodsPerStage(const ParallelismSpec& p);
@@ -42,8 +41,6 @@ std::string HeadlessServiceName(const std::string& name, int group);
 std::string ConfigMapName(const std::string& name, const std::string& revision);
 // Returns "<scheduler service>.<ns>.svc:<control port>".
 std::string SchedulerControlAddress(const std::string& name, const std::string& ns, int group);
-// Returns the data-plane rendezvous address: pod 0 of stage 0 through the headless Service.
-std::string RendezvousAddress(const std::string& name, const std::string& ns, int group);
 
 // Returns the 10-hex-digit revision of the pod-shaping part of `spec`
 // (PodTemplateInputs), stable across processes and versions of nlohmann-json.

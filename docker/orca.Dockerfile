@@ -32,6 +32,8 @@ LABEL org.opencontainers.image.title="orca" \
       org.opencontainers.image.description="orca LLM serving engine: scheduler and workers"
 COPY --from=build /out/bin/orca /usr/local/bin/orca
 COPY --from=build /out/lib/ /opt/orca/lib/
+# The embedded default model (`orca generate` / `orca serve` smoke tests without a volume).
+COPY models/stories260K/ /usr/local/share/orca/models/stories260K/
 RUN echo /opt/orca/lib > /etc/ld.so.conf.d/orca.conf && ldconfig \
  && groupadd --gid 65532 orca \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
@@ -39,7 +41,8 @@ RUN echo /opt/orca/lib > /etc/ld.so.conf.d/orca.conf && ldconfig \
 # A numeric user, so that Kubernetes' runAsNonRoot can verify it.
 USER 65532:65532
 WORKDIR /tmp
-# HTTP (/v1, /health, /ready, /metrics), gRPC, control plane, worker metrics, data plane.
-EXPOSE 8000 8001 8002 9090 29500
+# HTTP (/v1, /health, /ready, /metrics), gRPC, control plane, worker metrics. (The data
+# plane, Gloo or NCCL, listens on ports it picks.)
+EXPOSE 8000 8001 8002 9090
 ENTRYPOINT ["/usr/local/bin/orca"]
 CMD ["--help"]

@@ -3,8 +3,7 @@
 # over the OpenAI-compatible API and answers one completion request, then keeps serving
 # until Ctrl-C (ORCA_RUN_ONCE=1: stop after the answer).
 #
-#   scripts/run.sh                                   # a random tiny model it writes
-#   scripts/run.sh --model ../shared/models/stories260K
+#   scripts/run.sh                                   # the embedded stories260K checkpoint
 #   scripts/run.sh --model DIR --port 8000 [orca serve flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,11 +24,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 if [ -z "$model" ]; then
-  model=models-local/tiny
-  if [ ! -f "$model/config.json" ]; then
-    mkdir -p models-local
-    "$orca" model random --preset tiny --out "$model"
-  fi
+  model=models/stories260K  # a real trained Llama (llama2.c, MIT) shipped with orca
   args+=(--model "$model")
 fi
 if ! printf '%s\n' "${args[@]}" | grep -q -- '^--port'; then args+=(--port "$port"); fi

@@ -13,7 +13,7 @@
 #include "bench/loadgen/internal/subcommands.h"
 #include "bench/loadgen/plot.h"
 #include "bench/loadgen/report.h"
-#include "engine/cli/flags.h"
+#include "engine/config/flags.h"
 #include "engine/common/file_util.h"
 #include "engine/common/status_macros.h"
 #include "engine/model/random_checkpoint.h"

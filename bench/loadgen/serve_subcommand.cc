@@ -14,7 +14,7 @@
 #include "bench/loadgen/load_runner.h"
 #include "bench/loadgen/plot.h"
 #include "bench/loadgen/report.h"
-#include "engine/cli/flags.h"
+#include "engine/config/flags.h"
 #include "engine/common/file_util.h"
 #include "engine/common/status_macros.h"
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { startServer, metricValue, sourceDir } from '../../e2e/serving/orca_server.mjs';
 
 const { values: opt } = parseArgs({ options: {
-  model: { type: 'string', default: path.resolve(sourceDir, '../shared/models/stories260K') },
+  model: { type: 'string', default: path.resolve(sourceDir, 'models/stories260K') },
   concurrency: { type: 'string', default: '64' },
   requests: { type: 'string', default: '256' },
   'max-tokens': { type: 'string', default: '200' },

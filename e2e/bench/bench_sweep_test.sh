@@ -11,7 +11,7 @@ source "$here/../lib/common.sh"
 
 [[ -x "${ORCA_BIN:-}" ]] || e2e_fail "ORCA_BIN is not set to the orca binary"
 [[ -x "${ORCA_BENCH_BIN:-}" ]] || e2e_fail "ORCA_BENCH_BIN is not set to the orca-bench binary"
-models=$(cd "$here/../.." && pwd)/../shared/models/stories260K
+models=$(cd "$here/../.." && pwd)/models/stories260K
 [[ -f "$models/config.json" ]] || e2e_skip "$models not found"
 plot_python=${ORCA_BENCH_PYTHON:-/usr/bin/python3}
 "$plot_python" -c 'import matplotlib' 2>/dev/null || e2e_skip "$plot_python cannot import matplotlib (python3-matplotlib)"

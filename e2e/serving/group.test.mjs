@@ -120,20 +120,22 @@ test('the pods orca-controller renders form a group that survives a lost worker'
   const objects = JSON.parse(execFileSync(controller, ['render', '-f', path.join(dir, 'cr.yaml'), '-o', 'json']));
   const items = Array.isArray(objects) ? objects : objects.items;
   const configMap = items.find((o) => o.kind === 'ConfigMap');
-  writeFileSync(path.join(dir, 'engine.yaml'), configMap.data['engine.yaml']);
+  // The model is mounted at /models in the pods; here it is the shipped checkpoint.
+  writeFileSync(path.join(dir, 'engine.yaml'),
+    configMap.data['engine.yaml'].replace('dir: "/models"', `dir: ${JSON.stringify(storiesDir)}`));
   const [httpPort, controlPort] = [await freePort(), await freePort()];
   // What Kubernetes does for the pods: expand $(VAR) from the env, mount the config and
-  // the model. Ports move to free ones (the processes share one network namespace).
+  // the model. Ports move to free ones (the processes share one network namespace): flags
+  // override engine.yaml.
   const rewrite = (argv, vars) => argv.slice(1).map((a) => a
     .replace(/\$\((\w+)\)/g, (_, v) => vars[v])
-    .replace('/etc/orca/engine.yaml', path.join(dir, 'engine.yaml'))
-    .replace(/^\/models$/, storiesDir));
+    .replace('/etc/orca/engine.yaml', path.join(dir, 'engine.yaml')));
   const procs = [];
   const logs = () => procs.map((p) => `--- ${p.name}\n${p.log().slice(-3000)}`).join('\n');
   try {
     const sched = items.find((o) => o.kind === 'Deployment');
-    const schedArgs = rewrite(sched.spec.template.spec.containers[0].command, {})
-      .map((a) => (a === '8000' ? String(httpPort) : a === '8002' ? String(controlPort) : a === '8001' ? '0' : a));
+    const schedArgs = [...rewrite(sched.spec.template.spec.containers[0].command, {}),
+      '--port', String(httpPort), '--control-port', String(controlPort), '--grpc-port', '0'];
     procs.push(startProcess('scheduler', schedArgs, {}));
     const workers = [];
     for (const sts of items.filter((o) => o.kind === 'StatefulSet')) {
@@ -141,9 +143,8 @@ test('the pods orca-controller renders form a group that survives a lost worker'
         .map((e) => [e.name, e.value]));
       for (let ordinal = 0; ordinal < sts.spec.replicas; ordinal++) {
         const vars = { ...env, ORCA_SCHEDULER_ADDR: `127.0.0.1:${controlPort}`, ORCA_POD_ORDINAL: String(ordinal) };
-        const args = rewrite(sts.spec.template.spec.containers[0].command, vars);
-        args[args.indexOf('--metrics-port') + 1] = String(await freePort());
-        args.push('--threads', '1');
+        const args = [...rewrite(sts.spec.template.spec.containers[0].command, vars),
+          '--metrics-port', String(await freePort()), '--threads', '1'];
         const name = `${sts.metadata.name}-${ordinal}`;
         workers.push({ name, args });
         procs.push(startProcess(name, args, { ORCA_POD_IP: '127.0.0.1' }));

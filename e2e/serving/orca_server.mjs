@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 export const sourceDir = process.env.ORCA_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
-export const storiesDir = path.resolve(sourceDir, '../shared/models/stories260K');
+export const storiesDir = path.resolve(sourceDir, 'models/stories260K');
 
 // Returns a reason to skip when prerequisites are missing (an error under CI=true).
 export function missingPrerequisite() {

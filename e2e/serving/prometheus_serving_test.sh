@@ -9,7 +9,7 @@ source "$here/../lib/prometheus.sh"
 
 prom_require
 [[ -x "${ORCA_BIN:-}" ]] || e2e_fail "ORCA_BIN is not set to the orca binary"
-models=$(cd "$here/../.." && pwd)/../shared/models/stories260K
+models=$(cd "$here/../.." && pwd)/models/stories260K
 [[ -f "$models/config.json" ]] || e2e_skip "$models not found"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/orca-prom-e2e.XXXXXX")

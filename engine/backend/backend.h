@@ -138,7 +138,8 @@ class Backend {
 };
 
 // Creates the CPU backend (OpenBLAS GEMMs, a thread pool of `num_threads` for the rest;
-// 0 = all cores). A positive `num_threads` also limits OpenBLAS (process-wide).
+// 0 = the process's CPU limit, AvailableCpus()). It also sets OpenBLAS's thread count
+// (process-wide).
 std::unique_ptr<Backend> CreateCpuBackend(int num_threads = 0);
 
 }  // namespace orca

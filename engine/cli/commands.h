@@ -9,5 +9,6 @@ int RunModelCommand(int argc, char** argv);
 int RunServeCommand(int argc, char** argv);
 int RunSchedulerCommand(int argc, char** argv);
 int RunWorkerCommand(int argc, char** argv);
+int RunConfigCommand(int argc, char** argv);
 
 }  // namespace orca

@@ -20,6 +20,7 @@ constexpr char kUsage[] =
     "  generate   load a checkpoint and stream one completion (orca generate --help)\n"
     "  bench      load generator and benchmarks: serve, engine, plot (orca bench --help)\n"
     "  model      inspect a checkpoint or write a random-weight one (orca model --help)\n"
+    "  config     check an engine.yaml, print the settings table (orca config --help)\n"
     "  version    print the version\n";
 
 }  // namespace
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "serve") return orca::RunServeCommand(argc - 2, argv + 2);
   if (cmd == "scheduler") return orca::RunSchedulerCommand(argc - 2, argv + 2);
   if (cmd == "worker") return orca::RunWorkerCommand(argc - 2, argv + 2);
+  if (cmd == "config") return orca::RunConfigCommand(argc - 2, argv + 2);
 #ifdef ORCA_HAVE_BENCH
   if (cmd == "bench") return orca::RunBenchCommand(argc - 2, argv + 2);
 #endif

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/cli/commands.h"
-#include "engine/cli/flags.h"
+#include "engine/config/flags.h"
 #include "engine/common/status_macros.h"
 #include "engine/model/checkpoint.h"
 #include "engine/model/model_config.h"

@@ -1,7 +1,10 @@
 // `orca worker`: the ranks of one worker process in a serving group (DESIGN.md
 // section 4). It hosts --gpus-per-pod ranks of pipeline stage --stage (tp ranks
 // pod-index × gpus-per-pod onwards; or exactly --tp-rank), each dialing the scheduler at
-// --scheduler, and serves /health, /ready and /metrics on --metrics-port.
+// --scheduler, and serves /health, /ready and /metrics on --metrics-port. Its other
+// settings (model, dtype, device, memory fraction, threads) come from engine.yaml
+// (--config) and flags, as for every role (engine/config). $ORCA_POD_NAME, where set,
+// names the ranks in the scheduler's logs.
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,8 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cli/commands.h"
-#include "engine/cli/engine_config.h"
-#include "engine/cli/flags.h"
+#include "engine/common/cpu_limit.h"
+#include "engine/config/config_loader.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/metrics/metrics.h"
@@ -74,45 +77,39 @@ class WorkerMetrics {
   std::vector<metrics::Counter*> iterations_;
 };
 
-absl::Status RunWorker(const Flags& flags) {
+absl::Status RunWorker(const EngineConfig& config) {
+  const WorkerPlacement& place = config.worker;
   WorkerOptions base;
-  base.scheduler = flags.GetString("scheduler");
-  if (base.scheduler.empty())
-    return absl::InvalidArgumentError("--scheduler HOST:PORT is required");
-  base.model_dir = flags.GetString("model");
-  if (base.model_dir.empty()) return absl::InvalidArgumentError("--model DIR is required");
-  base.device = flags.GetString("device");
-  ORCA_ASSIGN_OR_RETURN(int64_t stage, flags.GetInt("stage"));
-  ORCA_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads"));
-  ORCA_ASSIGN_OR_RETURN(int64_t per_pod, flags.GetInt("gpus-per-pod"));
-  ORCA_ASSIGN_OR_RETURN(int64_t pod_index, flags.GetInt("pod-index"));
-  ORCA_ASSIGN_OR_RETURN(int64_t metrics_port, flags.GetInt("metrics-port"));
-  if (stage < 0 || per_pod < 1 || per_pod > 64 || pod_index < 0 || threads < 0) {
-    return absl::InvalidArgumentError(
-        "--stage, --pod-index and --threads must be >= 0, --gpus-per-pod in [1, 64]");
-  }
-  base.stage = static_cast<int32_t>(stage);
-  base.host = flags.GetString("host").empty() ? DefaultHost() : flags.GetString("host");
+  base.scheduler = place.scheduler;
+  base.model = config.model;
+  base.stage = place.stage;
+  base.host = place.host.empty() ? DefaultHost() : place.host;
   std::vector<int32_t> tp_ranks;
-  if (!flags.GetString("tp-rank").empty()) {
-    ORCA_ASSIGN_OR_RETURN(int64_t tp, flags.GetInt("tp-rank"));
-    if (tp < 0) return absl::InvalidArgumentError("--tp-rank must be >= 0");
-    tp_ranks.push_back(static_cast<int32_t>(tp));
+  if (place.tp_rank >= 0) {
+    tp_ranks.push_back(place.tp_rank);
   } else {
-    for (int64_t i = 0; i < per_pod; ++i)
-      tp_ranks.push_back(static_cast<int32_t>(pod_index * per_pod + i));
+    for (int32_t i = 0; i < config.parallel.gpus_per_pod; ++i) {
+      tp_ranks.push_back(place.pod_index * config.parallel.gpus_per_pod + i);
+    }
   }
-  const int32_t threads_each =
-      threads > 0 ? std::max<int32_t>(1, static_cast<int32_t>(threads / tp_ranks.size())) : 0;
+  // The ranks share the process's CPUs (its cgroup limit unless --threads says otherwise).
+  const int32_t cpus = config.device.threads > 0 ? config.device.threads : AvailableCpus();
+  const int32_t threads_each = std::max<int32_t>(1, cpus / static_cast<int32_t>(tp_ranks.size()));
+  const char* pod = std::getenv("ORCA_POD_NAME");
+  const std::string who = pod != nullptr && *pod ? std::string(pod)
+                                                 : absl::StrCat(base.host, " pid ", getpid());
   std::vector<std::unique_ptr<WorkerRank>> ranks;
   for (size_t i = 0; i < tp_ranks.size(); ++i) {
     WorkerOptions o = base;
     o.tp_rank = tp_ranks[i];
-    o.device_index = static_cast<int32_t>(i);
-    o.num_threads = threads_each;
-    o.name = absl::StrCat(base.host, " pid ", getpid(), " stage ", stage, " tp ", tp_ranks[i]);
+    o.device = config.device;
+    o.device.index = config.device.index + static_cast<int32_t>(i);
+    o.device.threads = threads_each;
+    o.name = absl::StrCat(who, " stage ", place.stage, " tp ", tp_ranks[i]);
     ranks.push_back(std::make_unique<WorkerRank>(o));
   }
+  const int64_t metrics_port = place.metrics_port;
+  const int32_t stage = place.stage;
 
   WorkerMetrics worker_metrics(ranks, tp_ranks, base.stage);
   std::unique_ptr<httplib::Server> http;
@@ -165,37 +162,20 @@ absl::Status RunWorker(const Flags& flags) {
 
 int RunWorkerCommand(int argc, char** argv) {
   Flags flags;
-  flags.Add("scheduler", "", "the scheduler's control-plane address HOST:PORT (required)")
-      .Add("model", "", "Hugging Face checkpoint directory (required)")
-      .Add("model-dir", "", "same as --model")
-      .Add("config", "", "engine configuration file (orca-controller's engine.yaml) for defaults")
-      .Add("stage", "0", "pipeline stage of this worker")
-      .Add("tp-rank", "", "the one tensor-parallel rank to host (default: from --pod-index)")
-      .Add("pod-index", "0", "this worker's index within its stage (StatefulSet ordinal)")
-      .Add("gpus-per-pod", "1", "ranks this worker hosts: tp ranks pod-index*N .. +N-1")
-      .Add("device", "cpu", "cpu or cuda")
-      .Add("threads", "0", "CPU threads for all ranks together (0 = all cores)")
-      .Add("host", "",
-           "address peers reach this worker's data plane at (default: $ORCA_POD_IP or "
-           "the hostname)")
-      .Add("metrics-port", "9400", "port of /health, /ready and /metrics (-1 = off)")
-      .Add("data-port", "0", "accepted for compatibility; Gloo listens on ports it picks")
-      .Add("help", "", "show this help", true);
+  AddConfigFlags(Role::kWorker, flags);
   auto fail = [](int code, const absl::Status& s) {
     std::cerr << "orca worker: " << s.message() << "\n";
     return code;
   };
   if (auto s = flags.Parse(argc, argv, 0); !s.ok()) return fail(2, s);
   if (flags.GetBool("help")) {
-    std::cout << "usage: orca worker --scheduler HOST:PORT --model DIR [flags]\n\n" << flags.Help();
+    std::cout << "usage: orca worker --scheduler HOST:PORT --model DIR [flags]\n\n"
+              << flags.Help() << SettingsHelp(Role::kWorker);
     return 0;
   }
-  if (!flags.GetString("config").empty()) {
-    if (auto s = ApplyEngineConfig(flags.GetString("config"), flags); !s.ok()) return fail(2, s);
-  }
-  if (!flags.GetString("model-dir").empty())
-    flags.SetIfUnset("model", flags.GetString("model-dir"));
-  if (auto s = RunWorker(flags); !s.ok()) return fail(1, s);
+  auto config = ResolveConfig(Role::kWorker, flags);
+  if (!config.ok()) return fail(2, config.status());
+  if (auto s = RunWorker(*config); !s.ok()) return fail(1, s);
   return 0;
 }
 

@@ -28,7 +28,8 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   ORCA_RETURN_IF_ERROR(ValidateModelShard(r->config_, r->shard_));
   ORCA_RETURN_IF_ERROR(r->SetCommunicators(options.tp_comm, options.pp_comm));
   ORCA_ASSIGN_OR_RETURN(auto ckpt, Checkpoint::Open(model_dir));
-  ORCA_ASSIGN_OR_RETURN(r->weights_, ModelWeights::Load(r->config_, r->shard_, *ckpt, *backend));
+  ORCA_ASSIGN_OR_RETURN(r->weights_,
+                        ModelWeights::Load(r->config_, r->shard_, *ckpt, *backend, options.dtype));
   r->num_local_layers_ = static_cast<int32_t>(r->weights_->layers.size());
 
   const ModelConfig& c = r->config_;
@@ -39,16 +40,11 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   r->kv_shape_.block_size = options.block_size;
   r->kv_shape_.num_kv_heads = r->shard_.local_kv_heads(c);
   r->kv_shape_.head_dim = c.head_dim;
-  const size_t bytes_per_block = KvBytesPerBlock(c, r->shard_, options.block_size);
-  int64_t blocks = options.num_kv_blocks;
-  if (blocks <= 0) blocks = static_cast<int64_t>(options.kv_cache_bytes / bytes_per_block);
-  if (blocks <= 0) {
-    return absl::ResourceExhaustedError(absl::StrCat("KV cache budget of ", options.kv_cache_bytes,
-                                                     " bytes holds no block of ", bytes_per_block,
-                                                     " bytes"));
+  if (options.num_kv_blocks <= 0 || options.num_kv_blocks > INT32_MAX / options.block_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the number of KV blocks (", options.num_kv_blocks, ") must be set (KvCacheBlocks)"));
   }
-  r->kv_shape_.num_blocks =
-      static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX / options.block_size));
+  r->kv_shape_.num_blocks = options.num_kv_blocks;
   const int64_t slots = int64_t{r->kv_shape_.num_blocks} * options.block_size;
   const int64_t width = int64_t{r->kv_shape_.num_kv_heads} * c.head_dim;
   for (int32_t l = 0; l < r->num_local_layers_; ++l) {

@@ -33,9 +33,9 @@ namespace orca {
 
 struct ModelRunnerOptions {
   int32_t block_size = 16;
-  // KV blocks to allocate; 0 = derive from kv_cache_bytes.
+  // KV blocks to allocate (required: KvCacheBlocks sizes them, kv_cache_sizing.h).
   int32_t num_kv_blocks = 0;
-  size_t kv_cache_bytes = size_t{256} << 20;
+  WeightDType dtype = WeightDType::kAuto;
   ModelShard shard;  // default: the whole model on one rank
   // The group's data plane, used only from the thread that calls Forward/Execute and
   // outliving the runner: `tp_comm` joins the `tensor` ranks of this stage (rank =
@@ -56,7 +56,7 @@ struct IterationLogits {
 class ModelRunner {
  public:
   // Loads the checkpoint in `model_dir` onto `backend` (which must outlive the runner)
-  // and allocates the KV cache.
+  // and allocates the KV cache. InvalidArgument when options.num_kv_blocks is not set.
   static absl::StatusOr<std::unique_ptr<ModelRunner>> Create(const std::string& model_dir,
                                                              Backend* backend,
                                                              const ModelRunnerOptions& options);

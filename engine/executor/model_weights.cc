@@ -22,8 +22,10 @@ struct Part {
 // Stages host tensors into backend memory, fusing, slicing and transposing as asked.
 class WeightUploader {
  public:
-  WeightUploader(const Checkpoint& ckpt, Backend& backend, ModelWeights& out)
-      : ckpt_(ckpt), backend_(backend), out_(out) {}
+  // `dtype`: kAuto keeps a tensor's checkpoint dtype where the backend stores it (F32
+  // otherwise); the others convert every matrix to that dtype.
+  WeightUploader(const Checkpoint& ckpt, Backend& backend, DType dtype, bool keep, ModelWeights& out)
+      : ckpt_(ckpt), backend_(backend), dtype_(dtype), keep_(keep), out_(out) {}
 
   // Concatenates the row slices `parts` (each of a [rows_i, cols] tensor) into one
   // tensor of [sum of slice rows, num_cols] keeping columns [col0, col0 + num_cols)
@@ -44,19 +46,25 @@ class WeightUploader {
     DType src = views[0]->dtype;
     bool same = true;
     for (auto* v : views) same = same && v->dtype == src;
-    DType dst = (same && backend_.SupportsWeightDType(src)) ? src : DType::kF32;
+    DType dst = !keep_ ? dtype_ : (same && backend_.SupportsWeightDType(src)) ? src : DType::kF32;
     const size_t es = DTypeSize(dst);
     std::vector<char> host(static_cast<size_t>(rows * num_cols) * es);
     int64_t out_row = 0;
     std::vector<float> tmp;
+    std::vector<char> converted;
     for (size_t p = 0; p < views.size(); ++p) {
       const HostTensorView* v = views[p];
       const Part& part = parts[p];
       const void* src_data = v->data;
-      if (dst != v->dtype) {  // convert to F32 first
+      if (dst != v->dtype) {  // through F32
         tmp.resize(static_cast<size_t>(v->num_elements()));
         ConvertToF32(v->data, v->dtype, tmp.size(), tmp.data());
         src_data = tmp.data();
+        if (dst != DType::kF32) {
+          converted.resize(tmp.size() * es);
+          ConvertFromF32(tmp.data(), tmp.size(), dst, converted.data());
+          src_data = converted.data();
+        }
       }
       const char* s = static_cast<const char*>(src_data);
       for (int64_t j = 0; j < part.count(); ++j, ++out_row) {
@@ -108,6 +116,8 @@ class WeightUploader {
 
   const Checkpoint& ckpt_;
   Backend& backend_;
+  DType dtype_;
+  bool keep_;
   ModelWeights& out_;
 };
 
@@ -238,12 +248,21 @@ absl::Status LoadGpt2(const ModelConfig& c, const ModelShard& shard, const Check
 absl::StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const ModelConfig& config,
                                                                  const ModelShard& shard,
                                                                  const Checkpoint& checkpoint,
-                                                                 Backend& backend) {
+                                                                 Backend& backend,
+                                                                 WeightDType dtype) {
   ORCA_RETURN_IF_ERROR(ValidateModelShard(config, shard));
+  DType target = DType::kF32;
+  if (dtype == WeightDType::kFloat16) target = DType::kF16;
+  if (dtype == WeightDType::kBFloat16) target = DType::kBF16;
+  if (!backend.SupportsWeightDType(target)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dtype ", WeightDTypeName(dtype), ": this backend stores weights in float32 ",
+                     "(and the checkpoint's 16-bit dtype where it supports it); use auto or float32"));
+  }
   auto w = std::make_unique<ModelWeights>();
   const auto [first, end] = shard.Layers(config.num_layers);
   w->layers.resize(static_cast<size_t>(end - first));
-  WeightUploader up(checkpoint, backend, *w);
+  WeightUploader up(checkpoint, backend, target, dtype == WeightDType::kAuto, *w);
   if (config.family == ModelFamily::kGpt2) {
     ORCA_RETURN_IF_ERROR(LoadGpt2(config, shard, checkpoint, up, *w));
   } else {

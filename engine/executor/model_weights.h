@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
+#include "engine/config/engine_config.h"
 #include "engine/executor/model_shard.h"
 #include "engine/model/checkpoint.h"
 #include "engine/model/model_config.h"
@@ -36,12 +37,13 @@ struct ModelWeights {
   std::vector<std::unique_ptr<DeviceBuffer>> storage;
   size_t bytes = 0;
 
-  // Loads every tensor `shard` of `config` requires from `checkpoint` into `backend`.
-  // Fails with InvalidArgument when the shard cannot split the model.
-  static absl::StatusOr<std::unique_ptr<ModelWeights>> Load(const ModelConfig& config,
-                                                            const ModelShard& shard,
-                                                            const Checkpoint& checkpoint,
-                                                            Backend& backend);
+  // Loads every tensor `shard` of `config` requires from `checkpoint` into `backend`,
+  // its matrices in `dtype` (kAuto: the checkpoint's where the backend stores it, else
+  // F32); norms and biases are F32. Fails with InvalidArgument when the shard cannot
+  // split the model, FailedPrecondition when the backend does not store `dtype`.
+  static absl::StatusOr<std::unique_ptr<ModelWeights>> Load(
+      const ModelConfig& config, const ModelShard& shard, const Checkpoint& checkpoint,
+      Backend& backend, WeightDType dtype = WeightDType::kAuto);
 };
 
 }  // namespace orca

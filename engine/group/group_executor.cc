@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/executor/kv_cache_sizing.h"
 #include "engine/executor/model_runner.h"
 #include "engine/group/plan_codec.h"
 #include "orca/v1/control.grpc.pb.h"
@@ -47,14 +48,16 @@ struct Session {
 
 class GroupExecutor::Impl final : public v1::ControlPlane::Service {
  public:
-  GroupOptions options;
+  GroupExecutorOptions options;
   ModelConfig config;
   int32_t num_kv_blocks = 0;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 
-  int32_t world() const { return options.pipeline * options.tensor; }
-  int32_t sampling_rank() const { return (options.pipeline - 1) * options.tensor; }
+  int32_t world() const { return options.parallel.pipeline * options.parallel.tensor; }
+  int32_t pipeline() const { return options.parallel.pipeline; }
+  int32_t tensor() const { return options.parallel.tensor; }
+  int32_t sampling_rank() const { return (pipeline() - 1) * tensor(); }
 
   grpc::Status Join(grpc::ServerContext* ctx, Stream* stream) override;
   grpc::Status StoreSet(grpc::ServerContext*, const v1::StoreSetRequest* req,
@@ -121,22 +124,22 @@ grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream)
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be a hello");
   }
   const v1::WorkerHello& hello = m.hello();
-  if (hello.stage() < 0 || hello.stage() >= options.pipeline || hello.tp_rank() < 0 ||
-      hello.tp_rank() >= options.tensor) {
+  if (hello.stage() < 0 || hello.stage() >= pipeline() || hello.tp_rank() < 0 ||
+      hello.tp_rank() >= tensor()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("stage ", hello.stage(), " / tp rank ", hello.tp_rank(),
-                                     " is outside this group of ", options.pipeline, " stages x ",
-                                     options.tensor, " ranks"));
+                                     " is outside this group of ", pipeline(), " stages x ",
+                                     tensor(), " ranks"));
   }
-  if (hello.device() != options.device) {
+  if (ParseDevice(hello.device()) != options.device) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        absl::StrCat("this group runs on '", options.device,
+                        absl::StrCat("this group runs on '", DeviceName(options.device),
                                      "'; the worker offers '", hello.device(), "'"));
   }
   auto session = std::make_shared<Session>();
   session->ctx = ctx;
   session->stream = stream;
-  session->rank = hello.stage() * options.tensor + hello.tp_rank();
+  session->rank = hello.stage() * tensor() + hello.tp_rank();
   session->name = hello.worker();
   std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> inits;
   {
@@ -181,8 +184,8 @@ void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) 
       for (const auto& [rank, other] : sessions_) all = all && other->ready;
       if (all && !ready_) {
         ready_ = true;
-        ORCA_LOG(INFO) << "group: generation " << generation_ << " ready (" << options.pipeline
-                       << " stages x " << options.tensor << " ranks)";
+        ORCA_LOG(INFO) << "group: generation " << generation_ << " ready (" << pipeline()
+                       << " stages x " << tensor() << " ranks)";
       }
       return;
     }
@@ -214,9 +217,9 @@ GroupExecutor::Impl::MaybeInit() {
   v1::SchedulerMessage m;
   v1::GroupInit* init = m.mutable_init();
   init->set_generation(generation_);
-  init->set_pipeline(options.pipeline);
-  init->set_tensor(options.tensor);
-  init->set_block_size(options.block_size);
+  init->set_pipeline(pipeline());
+  init->set_tensor(tensor());
+  init->set_block_size(options.kv_cache.block_size);
   init->set_num_kv_blocks(num_kv_blocks);
   init->set_comm(world() == 1 ? "none" : "gloo");
   init->set_store_prefix(absl::StrCat("orca/g", generation_, "/"));
@@ -340,35 +343,17 @@ void GroupExecutor::Impl::Shutdown() {
   if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 
-absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(const GroupOptions& options) {
+absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(const GroupExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   ORCA_ASSIGN_OR_RETURN(impl->config, LoadModelConfig(options.model_dir));
-  if (options.device != "cpu" && impl->world() > 1) {
+  if (options.device != Device::kCpu && impl->world() > 1) {
     return absl::UnimplementedError(
         "multi-rank groups run on the CPU (Gloo) in this version; NCCL groups are not wired "
         "to the control plane yet");
   }
-  if (options.block_size <= 0 || options.block_size > 1024) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("block size ", options.block_size, " out of range [1, 1024]"));
-  }
-  size_t per_block = 0;
-  for (int32_t s = 0; s < options.pipeline; ++s) {
-    ModelShard shard{options.pipeline, options.tensor, s, 0};
-    ORCA_RETURN_IF_ERROR(ValidateModelShard(impl->config, shard));
-    per_block =
-        std::max(per_block, ModelRunner::KvBytesPerBlock(impl->config, shard, options.block_size));
-  }
-  int64_t blocks = options.num_kv_blocks;
-  if (blocks <= 0) blocks = static_cast<int64_t>(options.kv_cache_bytes / per_block);
-  if (blocks <= 0) {
-    return absl::ResourceExhaustedError(absl::StrCat("KV cache budget of ", options.kv_cache_bytes,
-                                                     " bytes per rank holds no block of ",
-                                                     per_block, " bytes"));
-  }
-  impl->num_kv_blocks =
-      static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX / options.block_size));
+  ORCA_ASSIGN_OR_RETURN(impl->num_kv_blocks, KvCacheBlocks(impl->config, impl->pipeline(),
+                                                           impl->tensor(), options.kv_cache));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port);
@@ -386,8 +371,8 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(const Group
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
   }
   ORCA_LOG(INFO) << "group: control plane on port " << impl->port << ", waiting for "
-                 << impl->world() << " rank(s) (" << options.pipeline << " stages x "
-                 << options.tensor << " tensor ranks), KV cache " << impl->num_kv_blocks
+                 << impl->world() << " rank(s) (" << impl->pipeline() << " stages x "
+                 << impl->tensor() << " tensor ranks), KV cache " << impl->num_kv_blocks
                  << " blocks per rank";
   return std::unique_ptr<GroupExecutor>(new GroupExecutor(std::move(impl)));
 }
@@ -398,8 +383,8 @@ int GroupExecutor::port() const { return impl_->port; }
 uint64_t GroupExecutor::generation() const { return impl_->generation(); }
 const ModelConfig& GroupExecutor::config() const { return impl_->config; }
 int32_t GroupExecutor::num_kv_blocks() const { return impl_->num_kv_blocks; }
-int32_t GroupExecutor::block_size() const { return impl_->options.block_size; }
-int32_t GroupExecutor::max_inflight() const { return impl_->options.pipeline; }
+int32_t GroupExecutor::block_size() const { return impl_->options.kv_cache.block_size; }
+int32_t GroupExecutor::max_inflight() const { return impl_->pipeline(); }
 bool GroupExecutor::ready() const { return impl_->ready(); }
 bool GroupExecutor::WaitReady(absl::Duration timeout) { return impl_->WaitReady(timeout); }
 bool GroupExecutor::TakeStateLost() { return impl_->TakeStateLost(); }

@@ -20,19 +20,17 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "engine/config/engine_config.h"
 #include "engine/serving/executor.h"
 
 namespace orca {
 
-struct GroupOptions {
+struct GroupExecutorOptions {
   std::string model_dir;  // read for the model's shape (config.json)
-  int32_t pipeline = 1;
-  int32_t tensor = 1;
-  std::string device = "cpu";        // what the workers must run on
+  ParallelOptions parallel;  // pipeline x tensor (control_port: see `listen`)
+  Device device = Device::kCpu;      // what the workers must run on
   std::string listen = "0.0.0.0:0";  // control-plane address; port 0 picks one
-  int32_t block_size = 16;
-  int32_t num_kv_blocks = 0;  // 0: from kv_cache_bytes (per rank)
-  size_t kv_cache_bytes = size_t{1} << 30;
+  KvCacheOptions kv_cache;           // per rank, sized by KvCacheBlocks
   double comm_timeout_s = 60;        // each data-plane operation on the workers
   double iteration_timeout_s = 300;  // a result later than this breaks the group
 };
@@ -40,7 +38,7 @@ struct GroupOptions {
 class GroupExecutor : public Executor {
  public:
   // Validates the layout against the model and starts the control-plane server.
-  static absl::StatusOr<std::unique_ptr<GroupExecutor>> Create(const GroupOptions& options);
+  static absl::StatusOr<std::unique_ptr<GroupExecutor>> Create(const GroupExecutorOptions& options);
   ~GroupExecutor() override;
 
   int port() const;

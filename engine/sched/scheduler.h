@@ -24,25 +24,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/config/engine_config.h"
 #include "engine/executor/iteration.h"
 #include "engine/kv/kv_block_pool.h"
 #include "engine/sched/request.h"
 
 namespace orca {
 
-enum class KvPolicy { kPaged, kReserve };
-enum class SchedulingPolicy { kIteration, kRequest, kRequestCompact };
-
-// Whether `p` is one of the request-level (static batching) baselines.
-inline bool IsRequestLevel(SchedulingPolicy p) { return p != SchedulingPolicy::kIteration; }
-
-struct SchedulerConfig {
-  int32_t max_batch_size = 64;       // sequences per iteration
-  int32_t max_batched_tokens = 512;  // tokens per iteration
-  bool chunked_prefill = true;
-  KvPolicy kv_policy = KvPolicy::kPaged;
-  bool prefix_caching = true;  // paged only
-  SchedulingPolicy policy = SchedulingPolicy::kIteration;
+// The configured options (engine/config) plus what the engine derives at start-up.
+struct SchedulerConfig : SchedulerOptions {
   int32_t max_inflight_batches = 1;  // pipeline stages
   int32_t max_model_len = 2048;      // context length
 };

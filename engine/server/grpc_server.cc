@@ -2,7 +2,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "engine/common/log.h"
@@ -96,8 +95,7 @@ class GrpcServer::Service final : public v1::Inference::Service {
         parsed->prompt_ids[0].empty()
             ? engine_->tokenizer().Encode(parsed->prompt_texts[0], /*add_special_tokens=*/true)
             : parsed->prompt_ids[0];
-    static thread_local std::mt19937_64 seeder{std::random_device{}()};
-    params.sampling.seed = parsed->seed ? *parsed->seed : seeder();
+    params.seed = parsed->seed;
     auto stream = engine_->Submit(std::move(params));
     if (!stream.ok()) return ToGrpc(stream.status());
     while (true) {

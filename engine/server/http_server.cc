@@ -329,7 +329,6 @@ void HttpServer::Routes() {
       gen->ctx.logprobs = r.logprobs;
       gen->ctx.tokenizer = &tok;
       gen->include_usage = r.include_usage;
-      static thread_local std::mt19937_64 seeder{std::random_device{}()};
       for (size_t p = 0; p < prompts.size(); ++p) {
         for (int32_t i = 0; i < r.n; ++i) {
           GenerateParams params = r.params;
@@ -338,7 +337,7 @@ void HttpServer::Routes() {
             params.max_tokens = engine_->max_model_len() - static_cast<int32_t>(prompts[p].size());
             if (params.max_tokens < 1) params.max_tokens = 1;  // Submit reports the context error
           }
-          params.sampling.seed = r.seed ? *r.seed + static_cast<uint64_t>(p * r.n + i) : seeder();
+          if (r.seed) params.seed = *r.seed + static_cast<uint64_t>(p * r.n + i);
           auto stream = engine_->Submit(std::move(params));
           if (!stream.ok()) {
             gen->AbortAll();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "engine/common/log.h"
@@ -14,6 +15,12 @@ namespace {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Draws the seed of a request that did not ask for one (the only place seeds are drawn).
+uint64_t DrawSeed() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
 }
 
 }  // namespace
@@ -39,25 +46,19 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
                                                        std::unique_ptr<Executor> executor) {
   auto e = std::unique_ptr<Engine>(new Engine());
   e->options_ = options;
-  ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model_dir));
+  ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model.dir));
   if (executor == nullptr) {
-    LocalExecutorOptions lo;
-    lo.model_dir = options.model_dir;
-    lo.device = options.device;
-    lo.device_index = options.device_index;
-    lo.num_threads = options.num_threads;
-    lo.memory_fraction = options.memory_fraction;
-    lo.runner.block_size = options.block_size;
-    lo.runner.num_kv_blocks = options.num_kv_blocks;
-    lo.runner.kv_cache_bytes = options.kv_cache_bytes;
-    ORCA_ASSIGN_OR_RETURN(auto local, LocalExecutor::Create(lo));
+    ORCA_ASSIGN_OR_RETURN(auto local, LocalExecutor::Create(LocalExecutorOptions{
+                                          options.model, options.device, options.kv_cache}));
     ORCA_LOG(INFO) << "engine: weights " << local->runner().weight_bytes() / (1 << 20)
                    << " MiB, KV cache " << local->runner().kv_cache_bytes() / (1 << 20) << " MiB";
     executor = std::move(local);
   }
   e->executor_ = std::move(executor);
   const ModelConfig& c = e->executor_->config();
-  SchedulerConfig& sc = e->options_.scheduler;
+  SchedulerConfig& sc = e->scheduler_config_;
+  static_cast<SchedulerOptions&>(sc) = options.scheduler;
+  sc.max_model_len = options.model.max_model_len;
   if (sc.max_model_len <= 0 || sc.max_model_len > c.max_position_embeddings) {
     sc.max_model_len = c.max_position_embeddings;
   }
@@ -65,7 +66,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->pool_ =
       std::make_unique<KvBlockPool>(e->executor_->num_kv_blocks(), e->executor_->block_size());
   e->scheduler_ = std::make_unique<IterationScheduler>(sc, e->pool_.get());
-  ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model_dir << ", KV cache "
+  ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model.dir << ", KV cache "
                  << e->executor_->num_kv_blocks() << " blocks x " << e->executor_->block_size()
                  << " tokens, context " << sc.max_model_len << ", " << sc.max_inflight_batches
                  << " batch(es) in flight";
@@ -108,7 +109,7 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
     }
   }
   const int64_t total = static_cast<int64_t>(params.prompt_tokens.size()) + params.max_tokens;
-  const int32_t max_len = options_.scheduler.max_model_len;
+  const int32_t max_len = scheduler_config_.max_model_len;
   if (total > max_len) {
     return absl::InvalidArgumentError(absl::StrCat(
         "This model's maximum context length is ", max_len, " tokens. However, you requested ",
@@ -124,6 +125,7 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
   auto live = std::make_unique<Live>();
   r->prompt_tokens = std::move(params.prompt_tokens);
   r->sampling = params.sampling;
+  r->sampling.seed = params.seed ? *params.seed : DrawSeed();
   r->max_tokens = params.max_tokens;
   r->min_tokens = params.min_tokens;
   r->arrival_time = Now();
@@ -143,9 +145,9 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
   absl::MutexLock lock(&mu_);
   if (stop_) return absl::UnavailableError("the engine is stopped");
   if (snapshot_.num_waiting + static_cast<int32_t>(inbox_.size()) >=
-      options_.max_waiting_requests) {
+      options_.scheduler.max_waiting_requests) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("the server is overloaded: ", options_.max_waiting_requests,
+        absl::StrCat("the server is overloaded: ", options_.scheduler.max_waiting_requests,
                      " requests are already waiting"));
   }
   r->id = next_id_++;

@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/config/engine_config.h"
 #include "engine/sched/scheduler.h"
 #include "engine/serving/executor.h"
 #include "engine/serving/request_stream.h"
@@ -25,23 +27,24 @@
 
 namespace orca {
 
+// The engine's parts of EngineConfig (engine/config), taken by value.
 struct EngineOptions {
-  std::string model_dir;
-  SchedulerConfig scheduler;
-  // The in-process executor's settings (ignored when Create is given an executor).
-  int32_t block_size = 16;
-  int32_t num_kv_blocks = 0;  // 0: from kv_cache_bytes
-  size_t kv_cache_bytes = size_t{1} << 30;
-  int32_t num_threads = 0;              // CPU backend threads; 0 = all cores
-  std::string device = "cpu";           // cpu | cuda (when built with CUDA)
-  int32_t device_index = 0;             // CUDA device ordinal
-  double memory_fraction = 0.9;         // CUDA: share of device memory for weights + KV
-  int32_t max_waiting_requests = 1024;  // beyond: Submit fails with ResourceExhausted
+  ModelOptions model;  // dir (tokenizer, and the in-process model), max_model_len, dtype
+  SchedulerOptions scheduler;
+  // The in-process executor's (ignored when Create is given an executor).
+  DeviceOptions device;
+  KvCacheOptions kv_cache;
+
+  // Returns the engine's parts of `config`.
+  static EngineOptions From(const EngineConfig& config) {
+    return EngineOptions{config.model, config.scheduler, config.device, config.kv_cache};
+  }
 };
 
 struct GenerateParams {
   std::vector<int32_t> prompt_tokens;
-  SamplingParams sampling;
+  SamplingParams sampling;  // sampling.seed is set by Submit from `seed`
+  std::optional<uint64_t> seed;  // reproducible sampling; unset: Submit draws one
   int32_t max_tokens = 16;
   int32_t min_tokens = 0;
   std::vector<int32_t> stop_token_ids;  // besides EOS
@@ -96,7 +99,7 @@ class Engine {
   // Whether the executor can run plans (a serving group is complete). Thread-safe.
   bool ready() const { return executor_->ready(); }
   GroupStatus group_status() const { return executor_->group_status(); }
-  int32_t max_model_len() const { return options_.scheduler.max_model_len; }
+  int32_t max_model_len() const { return scheduler_config_.max_model_len; }
   EngineSnapshot Snapshot() const;
   void SetObserver(EngineObserver* observer) { observer_ = observer; }
 
@@ -123,6 +126,7 @@ class Engine {
   void UpdateSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   EngineOptions options_;
+  SchedulerConfig scheduler_config_;  // options_.scheduler with the derived limits
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<KvBlockPool> pool_;

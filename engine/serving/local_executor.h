@@ -9,25 +9,17 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
+#include "engine/config/engine_config.h"
 #include "engine/executor/model_runner.h"
 #include "engine/serving/executor.h"
 
 namespace orca {
 
 struct LocalExecutorOptions {
-  std::string model_dir;
-  std::string device = "cpu";    // cpu | cuda (when built with CUDA)
-  int32_t device_index = 0;      // CUDA device ordinal
-  int32_t num_threads = 0;       // CPU backend threads; 0 = all cores
-  double memory_fraction = 0.9;  // CUDA: share of device memory for weights + KV
-  ModelRunnerOptions runner;
+  ModelOptions model;
+  DeviceOptions device;
+  KvCacheOptions kv_cache;  // sized by KvCacheBlocks for one rank
 };
-
-// Creates the backend `options.device` names (InvalidArgument for an unknown one,
-// FailedPrecondition for cuda in a build without CUDA).
-absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device,
-                                                       int32_t device_index, int32_t num_threads,
-                                                       double memory_fraction);
 
 class LocalExecutor : public Executor {
  public:

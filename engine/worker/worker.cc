@@ -7,7 +7,7 @@
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/group/plan_codec.h"
-#include "engine/serving/local_executor.h"
+#include "engine/backend/registry.h"
 #include "engine/worker/grpc_store.h"
 #include "orca/v1/control.grpc.pb.h"
 
@@ -91,7 +91,7 @@ absl::Status WorkerRank::Session() {
   v1::WorkerHello* h = hello.mutable_hello();
   h->set_stage(options_.stage);
   h->set_tp_rank(options_.tp_rank);
-  h->set_device(options_.device);
+  h->set_device(std::string(DeviceName(options_.device.type)));
   h->set_host(options_.host);
   h->set_worker(options_.name);
   v1::SchedulerMessage in;
@@ -151,17 +151,18 @@ absl::Status WorkerRank::Session() {
   } else {
     runner_.reset();
     if (!backend_) {
-      auto b = CreateBackend(options_.device, options_.device_index, options_.num_threads, 0.9);
+      auto b = CreateBackend(options_.device);
       if (!b.ok()) return fail(b.status());
       backend_ = std::move(*b);
     }
     ModelRunnerOptions ro;
     ro.block_size = init.block_size();
     ro.num_kv_blocks = init.num_kv_blocks();
+    ro.dtype = options_.model.dtype;
     ro.shard = shard;
     ro.tp_comm = tp_comm_.get();
     ro.pp_comm = pp_comm_.get();
-    auto runner = ModelRunner::Create(options_.model_dir, backend_.get(), ro);
+    auto runner = ModelRunner::Create(options_.model.dir, backend_.get(), ro);
     if (!runner.ok()) return fail(runner.status());
     runner_ = std::move(*runner);
   }

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
+#include "engine/config/engine_config.h"
 #include "engine/executor/model_runner.h"
 
 namespace grpc {
@@ -28,12 +29,10 @@ namespace orca {
 
 struct WorkerOptions {
   std::string scheduler;  // host:port of the scheduler's control plane
-  std::string model_dir;
+  ModelOptions model;     // dir and dtype
   int32_t stage = 0;
   int32_t tp_rank = 0;
-  std::string device = "cpu";
-  int32_t device_index = 0;
-  int32_t num_threads = 0;  // CPU backend threads; 0 = all cores
+  DeviceOptions device;     // this rank's: threads its share, index its GPU
   std::string host;         // address peers reach this rank's data plane at; "" = hostname
   std::string name;         // for the scheduler's logs
   absl::Duration retry = absl::Seconds(1);  // between dial attempts

@@ -106,7 +106,6 @@ TEST(LayoutTest, RankArithmetic) {
   EXPECT_EQ(SchedulerName("m", 3), "m-g3-scheduler");
   EXPECT_EQ(StageName("m", 3, 1), "m-g3-s1");
   EXPECT_EQ(SchedulerControlAddress("m", "ns", 0), "m-g0-scheduler.ns.svc:8002");
-  EXPECT_EQ(RendezvousAddress("m", "ns", 1), "m-g1-s0-0.m-g1-workers.ns.svc:29500");
   EXPECT_EQ(SchedulerSelector("m"),
             "serving.orca.dev/deployment=m,serving.orca.dev/role=scheduler");
 }

@@ -153,14 +153,14 @@ function controllerPortNames() {
 
 test("scheduler and worker monitors select the controller's pods and ports", () => {
   const names = controllerPortNames();
-  for (const p of ["http", "grpc", "control", "data", "metrics"]) assert.ok(names.has(p), `controller has no port named ${p}`);
+  for (const p of ["http", "grpc", "control", "metrics"]) assert.ok(names.has(p), `controller has no port named ${p}`);
   const objects = render({ values: [ALL_OPTIONS] });
   const sm = find(objects, "ServiceMonitor", "orca-schedulers");
   assert.deepEqual(sm.spec.selector.matchLabels, { "serving.orca.dev/role": "scheduler" });
   assert.deepEqual(sm.spec.endpoints.map((e) => [e.port, e.path]), [["http", "/metrics"]]);
   assert.deepEqual(sm.spec.namespaceSelector, { matchNames: ["serving"] });
-  // The scheduler serves /metrics on its HTTP port (--metrics-port kHttpPort).
-  assert.match(src("controller/build_workloads.cc"), /"--metrics-port",\s*std::to_string\(kHttpPort\)/);
+  // The scheduler serves /metrics on its HTTP port (engine.yaml server.port = kHttpPort).
+  assert.match(src("controller/build_workloads.cc"), /c\.server\.port = kHttpPort;/);
   const workers = find(objects, "PodMonitor", "orca-workers");
   assert.deepEqual(workers.spec.selector.matchLabels, { "serving.orca.dev/role": "worker" });
   assert.equal(workers.spec.podMetricsEndpoints[0].port, "metrics");

@@ -24,10 +24,12 @@ std::string SourceDir() {
 }
 
 std::optional<std::string> SharedModelDir(const std::string& name) {
-  std::string dir = SourceDir() + "/../shared/models/" + name;
   struct stat st;
-  if (::stat((dir + "/config.json").c_str(), &st) != 0) return std::nullopt;
-  return dir;
+  for (const std::string& dir :
+       {SourceDir() + "/models/" + name, SourceDir() + "/../shared/models/" + name}) {
+    if (::stat((dir + "/config.json").c_str(), &st) == 0) return dir;
+  }
+  return std::nullopt;
 }
 
 TempDir::TempDir() {

@@ -1,5 +1,5 @@
-// Helpers shared by orca's tests: locating ../shared models, temporary directories,
-// running reference programs.
+// Helpers shared by orca's tests: locating test models (the shipped models/stories260K),
+// temporary directories, running reference programs.
 #pragma once
 
 #include <optional>
@@ -14,8 +14,9 @@ bool InCi();
 // Returns the repository root (ORCA_SOURCE_DIR, set by ctest; else the cwd).
 std::string SourceDir();
 
-// Returns ../shared/models/NAME beside the repository when it exists, else nullopt.
-// Use with ORCA_REQUIRE_SHARED_MODEL to skip (or fail under CI=true).
+// Returns the model directory NAME: the repository's models/NAME (stories260K ships
+// there), else ../shared/models/NAME beside the repository, else nullopt. Use with
+// ORCA_REQUIRE_SHARED_MODEL to skip (or fail under CI=true).
 std::optional<std::string> SharedModelDir(const std::string& name);
 
 // Creates a fresh empty temporary directory; removed by the destructor.
@@ -46,8 +47,8 @@ std::string ReferencePython();
   do {                                                                                       \
     auto orca_dir_ = ::orca::testing::SharedModelDir(name);                                  \
     if (!orca_dir_) {                                                                        \
-      if (::orca::testing::InCi()) FAIL() << "../shared/models/" name " is missing in CI";   \
-      GTEST_SKIP() << "../shared/models/" name " not found beside the repository; skipping"; \
+      if (::orca::testing::InCi()) FAIL() << "models/" name " is missing in CI";   \
+      GTEST_SKIP() << "models/" name " not found; skipping"; \
     }                                                                                        \
     var = *orca_dir_;                                                                        \
   } while (0)

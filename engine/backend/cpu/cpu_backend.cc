@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/backend.h"
+#include "engine/common/cpu_limit.h"
 #include "engine/backend/cpu/attention_kernel.h"
 #include "engine/backend/cpu/small_gemm.h"
 #include "engine/common/thread_pool.h"
@@ -274,9 +275,11 @@ class CpuBackend : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> CreateCpuBackend(int num_threads) {
-  // OpenBLAS starts one thread per core by default; several ranks (or a --threads
-  // limit) on one machine would oversubscribe the cores with its spinning threads.
-  if (num_threads > 0) openblas_set_num_threads(num_threads);
+  // OpenBLAS starts one thread per core of the node by default; a container's CPU
+  // limit, several ranks or a --threads limit would be oversubscribed by its spinning
+  // threads.
+  if (num_threads <= 0) num_threads = AvailableCpus();
+  openblas_set_num_threads(num_threads);
   return std::make_unique<CpuBackend>(num_threads);
 }
 

@@ -116,10 +116,10 @@ std::vector<std::vector<int32_t>> RunRequests(Engine& engine,
 
 EngineOptions EngineOptionsFor(const std::string& dir) {
   EngineOptions eo;
-  eo.model_dir = dir;
-  eo.num_kv_blocks = kNumKvBlocks;
-  eo.block_size = kBlockSize;
-  eo.num_threads = 1;
+  eo.model.dir = dir;
+  eo.kv_cache.num_blocks = kNumKvBlocks;
+  eo.kv_cache.block_size = kBlockSize;
+  eo.device.threads = 1;
   return eo;
 }
 
@@ -165,14 +165,14 @@ class Ranks {
     for (int32_t rank : ranks) (void)StopRank(rank);
   }
 
-  WorkerOptions Options(int32_t rank, const std::string& device = "cpu") const {
+  WorkerOptions Options(int32_t rank, Device device = Device::kCpu) const {
     WorkerOptions o;
     o.scheduler = absl::StrCat("127.0.0.1:", port_);
-    o.model_dir = dir_;
+    o.model.dir = dir_;
     o.stage = rank / tensor_;
     o.tp_rank = rank % tensor_;
-    o.device = device;
-    o.num_threads = 1;
+    o.device.type = device;
+    o.device.threads = 1;
     o.host = "127.0.0.1";
     o.name = absl::StrCat("rank", rank, "-", ++started_);
     o.retry = absl::Milliseconds(200);
@@ -238,14 +238,14 @@ class Ranks {
   std::map<int32_t, Worker> workers_;
 };
 
-GroupOptions GroupOptionsFor(const std::string& dir, int32_t pipeline, int32_t tensor) {
-  GroupOptions go;
+GroupExecutorOptions GroupOptionsFor(const std::string& dir, int32_t pipeline, int32_t tensor) {
+  GroupExecutorOptions go;
   go.model_dir = dir;
-  go.pipeline = pipeline;
-  go.tensor = tensor;
+  go.parallel.pipeline = pipeline;
+  go.parallel.tensor = tensor;
   go.listen = "127.0.0.1:0";
-  go.block_size = kBlockSize;
-  go.num_kv_blocks = kNumKvBlocks;
+  go.kv_cache.block_size = kBlockSize;
+  go.kv_cache.num_blocks = kNumKvBlocks;
   go.comm_timeout_s = 10;
   go.iteration_timeout_s = 30;
   return go;
@@ -462,10 +462,10 @@ class BreakableExecutor : public Executor {
 TEST(EngineOverGroupTest, RunningRequestsFailRetriablyWhenTheGroupBreaksBetweenPlans) {
   ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
   LocalExecutorOptions lo;
-  lo.model_dir = dir;
-  lo.num_threads = 1;
-  lo.runner.num_kv_blocks = kNumKvBlocks;
-  lo.runner.block_size = kBlockSize;
+  lo.model.dir = dir;
+  lo.device.threads = 1;
+  lo.kv_cache.num_blocks = kNumKvBlocks;
+  lo.kv_cache.block_size = kBlockSize;
   auto local = LocalExecutor::Create(lo);
   ASSERT_TRUE(local.ok()) << local.status();
   auto owned = std::make_unique<BreakableExecutor>(std::move(*local));
@@ -564,7 +564,7 @@ TEST(GroupExecutorTest, RejectsLayoutsAndWorkersThatDoNotFit) {
   GroupExecutor& exec = **group;
   Ranks ranks(dir, exec.port(), 1);
   // A worker offering another device, or a rank outside the layout, gives up at once.
-  ranks.Start(0, ranks.Options(0, "cuda"));
+  ranks.Start(0, ranks.Options(0, Device::kCuda));
   absl::Status s = ranks.WaitExit(0, absl::Seconds(20));
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   WorkerOptions outside = ranks.Options(0);

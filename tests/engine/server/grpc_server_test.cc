@@ -19,12 +19,12 @@ class GrpcServerTest : public ::testing::Test {
     auto dir = orca::testing::SharedModelDir("stories260K");
     if (!dir) {
       if (orca::testing::InCi()) FAIL() << "stories260K missing in CI";
-      GTEST_SKIP() << "../shared/models/stories260K not found";
+      GTEST_SKIP() << "models/stories260K not found";
     }
     EngineOptions eo;
-    eo.model_dir = *dir;
-    eo.num_kv_blocks = 256;
-    eo.num_threads = 1;
+    eo.model.dir = *dir;
+    eo.kv_cache.num_blocks = 256;
+    eo.device.threads = 1;
     auto engine = Engine::Create(eo);
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = std::move(*engine);

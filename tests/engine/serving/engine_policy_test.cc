@@ -33,9 +33,9 @@ struct PolicyRun {
 
 std::unique_ptr<Engine> MakeEngine(const std::string& dir, SchedulingPolicy policy) {
   EngineOptions eo;
-  eo.model_dir = dir;
-  eo.num_kv_blocks = 256;
-  eo.num_threads = 1;
+  eo.model.dir = dir;
+  eo.kv_cache.num_blocks = 256;
+  eo.device.threads = 1;
   eo.scheduler.policy = policy;
   auto engine = Engine::Create(eo);
   EXPECT_TRUE(engine.ok()) << engine.status();

@@ -287,7 +287,7 @@ std::string SourceDir() {
   return dir != nullptr ? std::string(dir) : fs::current_path().string();
 }
 
-std::string Stories260KDir() { return SourceDir() + "/../shared/models/stories260K"; }
+std::string Stories260KDir() { return SourceDir() + "/models/stories260K"; }
 
 bool Stories260KAvailable() {
   return fs::exists(Stories260KDir() + "/tokenizer.json") &&

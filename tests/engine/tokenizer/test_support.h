@@ -26,7 +26,7 @@ bool InCi();
 
 // Returns the repository root (env ORCA_SOURCE_DIR, else the working directory).
 std::string SourceDir();
-// Returns <repo>/../shared/models/stories260K.
+// Returns <repo>/models/stories260K (shipped with the repository).
 std::string Stories260KDir();
 bool Stories260KAvailable();
 

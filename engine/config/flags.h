@@ -1,6 +1,8 @@
 // A small command-line flag parser for the orca subcommands: `--name value`,
 // `--name=value` and bare boolean `--name`. Every flag must be declared; unknown
-// flags, missing values and malformed numbers are errors that name the flag.
+// flags, missing values and malformed numbers are errors that name the flag. The engine
+// settings' flags are declared from their one description (settings.h,
+// AddConfigFlags); commands declare their own few beside them. Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@ class Flags {
 
   // Parses argv[first..argc); non-flag arguments are collected in positional().
   absl::Status Parse(int argc, char** argv, int first);
+  absl::Status Parse(const std::vector<std::string>& args);
 
   std::string GetString(const std::string& name) const;
   absl::StatusOr<int64_t> GetInt(const std::string& name) const;
@@ -31,7 +34,7 @@ class Flags {
   // defaults; the command line wins).
   void SetIfUnset(const std::string& name, const std::string& value);
   const std::vector<std::string>& positional() const { return positional_; }
-  // Returns the help text of all flags.
+  // Returns the help text of the flags declared with a help line.
   std::string Help() const;
 
  private:

@@ -1,4 +1,4 @@
-#include "engine/cli/flags.h"
+#include "engine/config/flags.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,8 +13,13 @@ Flags& Flags::Add(const std::string& name, const std::string& default_value,
 }
 
 absl::Status Flags::Parse(int argc, char** argv, int first) {
-  for (int i = first; i < argc; ++i) {
-    std::string arg = argv[i];
+  return Parse(std::vector<std::string>(argv + first, argv + argc));
+}
+
+absl::Status Flags::Parse(const std::vector<std::string>& args) {
+  const int argc = static_cast<int>(args.size());
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = args[i];
     if (arg.rfind("--", 0) != 0 || arg == "--") {
       positional_.push_back(arg);
       continue;
@@ -40,7 +45,7 @@ absl::Status Flags::Parse(int argc, char** argv, int first) {
     } else {
       if (i + 1 >= argc)
         return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
-      f.value = argv[++i];
+      f.value = args[++i];
     }
     f.set = true;
   }
@@ -80,6 +85,7 @@ std::string Flags::Help() const {
   std::string out;
   for (const auto& name : order_) {
     const Flag& f = flags_.at(name);
+    if (f.help.empty()) continue;  // described elsewhere (the engine settings)
     std::string lhs = absl::StrCat("  --", name, f.is_bool ? "" : " VALUE");
     if (lhs.size() < 28) lhs.resize(28, ' ');
     absl::StrAppend(&out, lhs, " ", f.help);

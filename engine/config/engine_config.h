@@ -1,0 +1,114 @@
+// EngineConfig: every setting of the orca processes (`orca serve`, `orca scheduler`,
+// `orca worker`, `orca generate`) as typed values, grouped into the sub-structs each
+// component takes by value. Their names, defaults, ranges, help, engine.yaml keys and
+// command-line flags are described once, in engine/config/settings.h; the flag parser,
+// the engine.yaml reader and writer, `--help`, `orca config` and the docs table all
+// derive from that description (docs/configuration.md). Plain values; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace orca {
+
+// Where the model runs. engine.yaml and flags spell it `cpu` or `cuda`; `gpu` (the
+// InferenceDeployment's spelling) is accepted for `cuda`.
+enum class Device { kCpu, kCuda };
+// The weights' dtype after loading: `auto` keeps the checkpoint's (where the backend
+// stores it), the others convert.
+enum class WeightDType { kAuto, kFloat32, kFloat16, kBFloat16 };
+// KV admission: `paged` allocates as tokens arrive and preempts when blocks run out;
+// `reserve` (ORCA) reserves prompt + max_tokens at admission and never preempts.
+enum class KvPolicy { kPaged, kReserve };
+// `iteration`: ORCA's iteration-level scheduling; `request`: static batching as
+// Triton + FasterTransformer run it; `request-compact`: static batching whose finished
+// members stop computing.
+enum class SchedulingPolicy { kIteration, kRequest, kRequestCompact };
+
+// Returns the canonical spelling of each enum value ("cuda", "bfloat16", ...).
+absl::string_view DeviceName(Device d);
+absl::string_view WeightDTypeName(WeightDType d);
+absl::string_view KvPolicyName(KvPolicy p);
+absl::string_view SchedulingPolicyName(SchedulingPolicy p);
+// Returns the value a spelling names (aliases included), or nullopt.
+std::optional<Device> ParseDevice(absl::string_view s);
+std::optional<WeightDType> ParseWeightDType(absl::string_view s);
+std::optional<KvPolicy> ParseKvPolicy(absl::string_view s);
+std::optional<SchedulingPolicy> ParseSchedulingPolicy(absl::string_view s);
+
+// Whether `p` is one of the request-level (static batching) baselines.
+inline bool IsRequestLevel(SchedulingPolicy p) { return p != SchedulingPolicy::kIteration; }
+
+struct ModelOptions {
+  std::string dir;          // Hugging Face checkpoint directory
+  std::string served_name;  // "" = the directory's last component
+  WeightDType dtype = WeightDType::kAuto;
+  int32_t max_model_len = 0;  // context length; 0 = the model's
+};
+
+struct DeviceOptions {
+  Device type = Device::kCpu;
+  int32_t index = 0;              // CUDA ordinal of the first rank of this process
+  int32_t threads = 0;            // CPU threads of this process; 0 = the CPU limit
+  double memory_fraction = 0.9;   // CUDA: share of device memory for weights + KV + work
+};
+
+// How much KV cache each rank allocates (engine/executor/kv_cache_sizing.h sizes it).
+struct KvCacheOptions {
+  int32_t block_size = 16;     // tokens per block
+  int32_t num_blocks = 0;      // 0 = from size_mib
+  int32_t size_mib = 1024;     // budget per rank
+};
+
+struct SchedulerOptions {
+  SchedulingPolicy policy = SchedulingPolicy::kIteration;
+  KvPolicy kv_policy = KvPolicy::kPaged;
+  bool prefix_caching = true;  // paged + iteration only
+  bool chunked_prefill = true;
+  int32_t max_batch_size = 64;       // sequences per iteration
+  int32_t max_batched_tokens = 512;  // tokens per iteration
+  int32_t max_waiting_requests = 1024;  // beyond: 429
+};
+
+// The shape of a serving group (DESIGN.md section 4).
+struct ParallelOptions {
+  int32_t tensor = 1;
+  int32_t pipeline = 1;
+  int32_t gpus_per_pod = 1;  // ranks one `orca worker` process hosts
+  int32_t control_port = 8002;  // the scheduler's control plane (orca serve: 0 = any)
+};
+
+// The public endpoints of `orca serve` / `orca scheduler`.
+struct ServerOptions {
+  std::string host = "0.0.0.0";
+  int32_t port = 8000;        // HTTP (0 = any free port)
+  int32_t grpc_port = 8001;   // gRPC (0 = any free port, -1 = off)
+  std::string api_key_file;   // "" = no authentication
+  std::string chat_template;  // file; "" = the tokenizer's
+  int64_t max_body_bytes = 8 << 20;
+};
+
+// Where one `orca worker` process sits in its group; the command line's, per pod.
+struct WorkerPlacement {
+  std::string scheduler;   // HOST:PORT of the scheduler's control plane
+  int32_t stage = 0;
+  int32_t pod_index = 0;   // hosts tp ranks pod_index * gpus_per_pod ...
+  int32_t tp_rank = -1;    // >= 0: host exactly this rank instead
+  std::string host;        // address peers reach the data plane at; "" = $ORCA_POD_IP or hostname
+  int32_t metrics_port = 9400;  // /health, /ready, /metrics; -1 = off
+};
+
+struct EngineConfig {
+  ModelOptions model;
+  DeviceOptions device;
+  KvCacheOptions kv_cache;
+  SchedulerOptions scheduler;
+  ParallelOptions parallel;
+  ServerOptions server;
+  WorkerPlacement worker;
+};
+
+}  // namespace orca

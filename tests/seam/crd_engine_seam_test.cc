@@ -1,0 +1,310 @@
+// The seam between orca-controller and the engine (docs/configuration.md): every
+// InferenceDeployment field that configures the engine must arrive, with its value, in
+// the process that uses it.
+//
+// For every CRD example and a matrix of spec variations, the controller's own code
+// renders the objects; the rendered engine.yaml is written where the pods mount it, and
+// each pod's command line (with $(VAR) expanded from its env, as the kubelet does) is fed
+// to the engine's own parser for that role (ParseCommandLine). The configuration each
+// process ends up with is compared with the CR's value of every field, read from the
+// parsed spec — not from the controller's mapping. The real `orca config check` is run
+// on every rendered engine.yaml too. A completeness check fails when the CRD grows an
+// engine field this table does not carry.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "controller/builders.h"
+#include "controller/spec.h"
+#include "controller/yaml.h"
+#include "engine/config/config_loader.h"
+#include "tests/controller/cr_builder.h"
+#include "tests/testutil/testutil.h"
+
+namespace orca {
+namespace {
+
+using controller::InferenceDeployment;
+using controller::InferenceDeploymentSpec;
+using controller::Json;
+using controller::testing::CrBuilder;
+
+constexpr char kEngineYaml[] = "/etc/orca/engine.yaml";
+
+// One CRD field, how the processes must see it, and values to vary it through.
+struct Field {
+  std::string path;  // JSON pointer in the CR
+  std::vector<Role> roles;  // the processes that use it
+  // The CR's value (defaults applied), from the parsed spec, in the engine's spelling.
+  std::function<Json(const InferenceDeploymentSpec&)> want;
+  // What a process configured with `c` has.
+  std::function<Json(const EngineConfig&)> got;
+  // Non-default values, each with the other fields it needs to satisfy the CRD's rules.
+  std::vector<std::pair<Json, std::map<std::string, Json>>> variations;
+};
+
+std::string ModelDirOf(const InferenceDeploymentSpec& s) {
+  const auto& src = s.model_source;
+  if (src.kind == controller::ModelSource::Kind::kPvc && !src.path.empty()) {
+    return "/models/" + src.path;
+  }
+  return "/models";
+}
+
+std::vector<Field> Fields() {
+  const std::vector<Role> kScheduler = {Role::kScheduler};
+  const std::vector<Role> kWorker = {Role::kWorker};
+  const std::vector<Role> kBoth = {Role::kScheduler, Role::kWorker};
+  return {
+      {"/spec/model/name", kScheduler, [](auto& s) { return Json(s.model.name); },
+       [](auto& c) { return Json(c.model.served_name); }, {{"another-name", {}}}},
+      {"/spec/model/uri", kBoth, [](auto& s) { return Json(ModelDirOf(s)); },
+       [](auto& c) { return Json(c.model.dir); },
+       {{"pvc://weights/org/model-7b", {}}, {"pvc://weights", {}}, {"hostpath:///data/m", {}}}},
+      {"/spec/model/dtype", kWorker, [](auto& s) { return Json(s.model.dtype); },
+       [](auto& c) { return Json(std::string(WeightDTypeName(c.model.dtype))); },
+       {{"float32", {}}, {"float16", {}}, {"bfloat16", {}}}},
+      {"/spec/parallelism/tensor", kScheduler, [](auto& s) { return Json(s.parallelism.tensor); },
+       [](auto& c) { return Json(c.parallel.tensor); }, {{2, {}}, {8, {}}}},
+      {"/spec/parallelism/pipeline", kScheduler,
+       [](auto& s) { return Json(s.parallelism.pipeline); },
+       [](auto& c) { return Json(c.parallel.pipeline); }, {{2, {}}, {3, {}}}},
+      {"/spec/parallelism/gpusPerPod", kWorker,
+       [](auto& s) { return Json(s.parallelism.gpus_per_pod); },
+       [](auto& c) { return Json(c.parallel.gpus_per_pod); },
+       {{2, {{"/spec/parallelism/tensor", 4}}}, {4, {{"/spec/parallelism/tensor", 8}}}}},
+      {"/spec/parallelism/device", kBoth,
+       [](auto& s) { return Json(s.parallelism.device == "gpu" ? "cuda" : s.parallelism.device); },
+       [](auto& c) { return Json(std::string(DeviceName(c.device.type))); }, {{"cpu", {}}}},
+      {"/spec/engine/maxBatchSize", kScheduler,
+       [](auto& s) { return Json(s.engine.max_batch_size); },
+       [](auto& c) { return Json(c.scheduler.max_batch_size); }, {{1, {}}, {256, {}}}},
+      {"/spec/engine/maxBatchedTokens", kScheduler,
+       [](auto& s) { return Json(s.engine.max_batched_tokens); },
+       [](auto& c) { return Json(c.scheduler.max_batched_tokens); }, {{64, {}}, {16384, {}}}},
+      {"/spec/engine/kvPolicy", kScheduler, [](auto& s) { return Json(s.engine.kv_policy); },
+       [](auto& c) { return Json(std::string(KvPolicyName(c.scheduler.kv_policy))); },
+       {{"reserve", {}}}},
+      {"/spec/engine/blockSize", kScheduler, [](auto& s) { return Json(s.engine.block_size); },
+       [](auto& c) { return Json(c.kv_cache.block_size); }, {{8, {}}, {32, {}}, {128, {}}}},
+      {"/spec/engine/chunkedPrefill", kScheduler,
+       [](auto& s) { return Json(s.engine.chunked_prefill); },
+       [](auto& c) { return Json(c.scheduler.chunked_prefill); }, {{false, {}}}},
+      {"/spec/engine/prefixCaching", kScheduler,
+       [](auto& s) { return Json(s.engine.prefix_caching); },
+       [](auto& c) { return Json(c.scheduler.prefix_caching); }, {{true, {}}}},
+      {"/spec/engine/memoryFraction", kWorker,
+       [](auto& s) { return Json(s.engine.memory_fraction); },
+       [](auto& c) { return Json(c.device.memory_fraction); }, {{0.5, {}}, {0.05, {}}}},
+      {"/spec/engine/schedulingPolicy", kScheduler,
+       [](auto& s) { return Json(s.engine.scheduling_policy); },
+       [](auto& c) { return Json(std::string(SchedulingPolicyName(c.scheduler.policy))); },
+       {{"request", {}}}},
+      {"/spec/apiKeySecretRef", kScheduler,
+       [](auto& s) {
+         return Json(s.api_key ? "/etc/orca/api-key/" + s.api_key->key : std::string());
+       },
+       [](auto& c) { return Json(c.server.api_key_file); },
+       {{Json{{"name", "keys"}, {"key", "token"}}, {}}, {Json{{"name", "keys"}}, {}}}},
+  };
+}
+
+// One pod as the kubelet would start it: its role, argv after the role, mounts.
+struct Pod {
+  std::string name;
+  Role role;
+  std::vector<std::string> args;
+  int group = -1;
+  int stage = -1;
+};
+
+const Json& Container(const Json& workload) {
+  return workload["spec"]["template"]["spec"]["containers"][0];
+}
+
+// Expands $(VAR) from the container's env values plus `extra` (fieldRef values).
+std::string Expand(const std::string& arg, const std::map<std::string, std::string>& vars) {
+  std::string out = arg;
+  std::smatch m;
+  while (std::regex_search(out, m, std::regex(R"(\$\((\w+)\))"))) {
+    auto it = vars.find(m[1]);
+    EXPECT_NE(it, vars.end()) << "the command refers to $(" << m[1] << "), which no env sets";
+    out.replace(m.position(0), m.length(0), it == vars.end() ? "" : it->second);
+  }
+  return out;
+}
+
+std::vector<Pod> PodsOf(const std::vector<Json>& objects, const std::string& yaml_path) {
+  std::vector<Pod> pods;
+  for (const Json& o : objects) {
+    if (o["kind"] != "Deployment" && o["kind"] != "StatefulSet") continue;
+    const Json& c = Container(o);
+    std::map<std::string, std::string> env;
+    if (c.contains("env")) {
+      for (const Json& e : c["env"]) {
+        if (e.contains("value")) env[e["name"]] = e["value"];
+      }
+    }
+    // The engine.yaml mount: the ConfigMap volume at /etc/orca.
+    bool mounted = false;
+    for (const Json& m : c["volumeMounts"]) mounted |= m["mountPath"] == "/etc/orca";
+    EXPECT_TRUE(mounted) << o["metadata"]["name"] << " does not mount /etc/orca";
+    const std::vector<std::string> command = c["command"];
+    EXPECT_GE(command.size(), 2u);
+    EXPECT_EQ(command[0], "orca");
+    const int replicas = o["spec"]["replicas"];
+    for (int ordinal = 0; ordinal < replicas; ++ordinal) {
+      Pod pod;
+      pod.name = absl::StrCat(o["metadata"]["name"].get<std::string>(), "-", ordinal);
+      pod.role = command[1] == "worker" ? Role::kWorker : Role::kScheduler;
+      EXPECT_TRUE(command[1] == "worker" || command[1] == "scheduler") << command[1];
+      std::map<std::string, std::string> vars = env;
+      vars["ORCA_POD_ORDINAL"] = std::to_string(ordinal);  // the pod-index label
+      for (size_t i = 2; i < command.size(); ++i) {
+        std::string a = Expand(command[i], vars);
+        pod.args.push_back(a == kEngineYaml ? yaml_path : a);
+      }
+      const Json& labels = o["metadata"]["labels"];
+      pod.group = std::stoi(labels["serving.orca.dev/group"].get<std::string>());
+      if (pod.role == Role::kWorker) {
+        pod.stage = std::stoi(labels["serving.orca.dev/stage"].get<std::string>());
+      }
+      pods.push_back(std::move(pod));
+    }
+  }
+  return pods;
+}
+
+// Renders `cr`, runs every pod's parser, and checks every field arrived.
+void CheckArrival(const Json& cr, const std::string& what, bool run_config_check) {
+  SCOPED_TRACE(what);
+  auto d = controller::ParseInferenceDeployment(cr);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::vector<Json> objects = controller::BuildAllObjects(*d);
+  std::string yaml;
+  for (const Json& o : objects) {
+    if (o["kind"] == "ConfigMap") yaml = o["data"]["engine.yaml"];
+  }
+  ASSERT_FALSE(yaml.empty()) << "no engine.yaml rendered";
+  testing::TempDir tmp;
+  const std::string yaml_path = tmp.file("engine.yaml");
+  std::ofstream(yaml_path) << yaml;
+
+  const std::vector<Pod> pods = PodsOf(objects, yaml_path);
+  const InferenceDeploymentSpec& spec = d->spec;
+  std::map<std::pair<int, int>, std::set<int>> tp_ranks_of_stage;  // (group, stage) -> ranks
+  int schedulers = 0;
+  for (const Pod& pod : pods) {
+    SCOPED_TRACE(pod.name);
+    auto config = ParseCommandLine(pod.role, pod.args);
+    ASSERT_TRUE(config.ok()) << config.status() << "\nengine.yaml:\n" << yaml;
+    for (const Field& f : Fields()) {
+      if (std::find(f.roles.begin(), f.roles.end(), pod.role) == f.roles.end()) continue;
+      EXPECT_EQ(f.got(*config), f.want(spec)) << f.path << " did not arrive in " << pod.name;
+    }
+    if (pod.role == Role::kScheduler) {
+      ++schedulers;
+      continue;
+    }
+    // The worker's place: its stage, its tp ranks, the scheduler it dials.
+    EXPECT_EQ(config->worker.stage, pod.stage);
+    EXPECT_THAT(config->worker.scheduler, ::testing::EndsWith(absl::StrCat(
+                                              ":", std::to_string(config->parallel.control_port))));
+    for (int i = 0; i < config->parallel.gpus_per_pod; ++i) {
+      const int rank = config->worker.pod_index * config->parallel.gpus_per_pod + i;
+      EXPECT_TRUE(tp_ranks_of_stage[std::make_pair(pod.group, pod.stage)].insert(rank).second)
+          << "tp rank " << rank << " twice";
+    }
+  }
+  EXPECT_EQ(schedulers, spec.replicas);
+  // Every stage's pods host exactly tp ranks 0 .. tensor - 1.
+  std::set<int> all;
+  for (int r = 0; r < spec.parallelism.tensor; ++r) all.insert(r);
+  for (const auto& [where, ranks] : tp_ranks_of_stage) {
+    EXPECT_EQ(ranks, all) << "group " << where.first << " stage " << where.second;
+  }
+  EXPECT_EQ(static_cast<int>(tp_ranks_of_stage.size()), spec.replicas * spec.parallelism.pipeline);
+
+  if (!run_config_check) return;
+  const char* orca = std::getenv("ORCA_BIN");
+  if (orca == nullptr) {
+    if (testing::InCi()) ADD_FAILURE() << "ORCA_BIN is not set in CI";
+    return;
+  }
+  for (const char* role : {"scheduler", "worker"}) {
+    std::string out;
+    EXPECT_EQ(testing::RunCommand(absl::StrCat(orca, " config check --role ", role, " ",
+                                               yaml_path, " 2>&1"),
+                                  &out),
+              0)
+        << out;
+  }
+}
+
+Json ReadExample(const std::string& name) {
+  auto docs = controller::ReadYamlFile(testing::SourceDir() + "/crds/examples/" + name);
+  EXPECT_TRUE(docs.ok()) << docs.status();
+  for (const Json& d : *docs) {
+    if (d.value("kind", "") == "InferenceDeployment") return d;
+  }
+  ADD_FAILURE() << name << " holds no InferenceDeployment";
+  return Json();
+}
+
+TEST(CrdEngineSeamTest, EveryExampleArrives) {
+  for (const char* example : {"single-gpu.yaml", "cpu-hpa.yaml", "autoscaled-ingress.yaml",
+                              "tp8-single-node.yaml", "tp8-pp2-multi-node.yaml"}) {
+    CheckArrival(ReadExample(example), example, /*run_config_check=*/true);
+  }
+}
+
+TEST(CrdEngineSeamTest, EveryVariationArrives) {
+  for (const Field& f : Fields()) {
+    for (const auto& [value, with] : f.variations) {
+      CrBuilder b;
+      for (const auto& [path, v] : with) b.Set(path, v);
+      b.Set(f.path, value);
+      CheckArrival(b.Build(), absl::StrCat(f.path, " = ", value.dump()),
+                   /*run_config_check=*/true);
+    }
+  }
+}
+
+// The table above covers every field of the CRD's model, parallelism and engine
+// sections: a new field fails here until it is wired and listed.
+TEST(CrdEngineSeamTest, TheTableCoversEveryEngineFieldOfTheCrd) {
+  auto docs = controller::ReadYamlFile(testing::SourceDir() +
+                                       "/crds/inferencedeployments.serving.orca.dev.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  const Json& spec =
+      (*docs)[0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+  std::set<std::string> covered;
+  for (const Field& f : Fields()) covered.insert(f.path);
+  for (const char* section : {"model", "parallelism", "engine"}) {
+    for (const auto& [name, schema] : spec["properties"][section]["properties"].items()) {
+      EXPECT_TRUE(covered.count(absl::StrCat("/spec/", section, "/", name)))
+          << "spec." << section << "." << name << " is not carried to the engine (or not listed)";
+    }
+  }
+}
+
+TEST(CrdEngineSeamTest, ConfigCheckRejectsAnUnknownKeyNamingIt) {
+  const char* orca = std::getenv("ORCA_BIN");
+  if (orca == nullptr) GTEST_SKIP() << "ORCA_BIN not set";
+  testing::TempDir tmp;
+  std::ofstream(tmp.file("engine.yaml")) << "scheduler:\n  max_batch_size: 8\n  max_batch_sise: 8\n";
+  std::string out;
+  EXPECT_NE(testing::RunCommand(
+                absl::StrCat(orca, " config check ", tmp.file("engine.yaml"), " 2>&1"), &out),
+            0);
+  EXPECT_THAT(out, ::testing::HasSubstr("scheduler.max_batch_sise"));
+}
+
+}  // namespace
+}  // namespace orca
