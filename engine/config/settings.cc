@@ -216,9 +216,11 @@ std::vector<Setting> BuildSettings() {
                   "queued requests before answering 429"));
   // parallelism
   s.push_back(Int("parallelism.tensor", "tensor-parallel", &C::parallel, &ParallelOptions::tensor,
-                  1, 64, kServing, "tensor-parallel ranks per pipeline stage"));
+                  1, 64, kServing | kWorker,
+                  "tensor-parallel ranks per pipeline stage (a worker checks gpus-per-pod "
+                  "divides it)"));
   s.push_back(Int("parallelism.pipeline", "pipeline-parallel", &C::parallel,
-                  &ParallelOptions::pipeline, 1, 64, kServing, "pipeline stages"));
+                  &ParallelOptions::pipeline, 1, 64, kServing | kWorker, "pipeline stages"));
   s.push_back(Int("parallelism.gpus_per_pod", "gpus-per-pod", &C::parallel,
                   &ParallelOptions::gpus_per_pod, 1, 64, kWorker,
                   "ranks one worker process hosts: tp ranks pod-index * N .. + N - 1"));

@@ -1,0 +1,211 @@
+// The one configuration (engine/config): the settings table, the strict engine.yaml
+// reader, precedence (defaults < file < flags), the writers (engine.yaml, flags) read back
+// by the readers, the docs table, and the CPU limit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "engine/common/cpu_limit.h"
+#include "engine/config/config_loader.h"
+#include "tests/testutil/testutil.h"
+
+namespace orca {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr Role kRoles[] = {Role::kServe, Role::kScheduler, Role::kWorker, Role::kGenerate};
+
+TEST(SettingsTest, KeysAreUniqueAndFlagsUniquePerRole) {
+  std::set<std::string> keys;
+  for (const Setting& s : AllSettings()) {
+    EXPECT_TRUE(keys.insert(s.key).second) << s.key;
+    EXPECT_EQ(s.key.find('.'), s.key.rfind('.')) << s.key << ": section.name";
+    EXPECT_FALSE(s.help.empty()) << s.key;
+    EXPECT_NE(s.roles, 0u) << s.key;
+  }
+  for (Role r : kRoles) {
+    std::set<std::string> flags;
+    for (const Setting& s : AllSettings()) {
+      if (HasRole(s.roles, r)) {
+        EXPECT_TRUE(flags.insert(s.flag).second) << s.flag;
+      }
+    }
+  }
+}
+
+TEST(SettingsTest, EveryDefaultReadsBackAndBoundsAreEnforced) {
+  for (const Setting& s : AllSettings()) {
+    EngineConfig c;
+    EXPECT_TRUE(s.set(c, s.DefaultText(Role::kScheduler)).ok()) << s.key;
+    EXPECT_EQ(s.get(c), s.DefaultText(Role::kScheduler)) << s.key;
+    if (s.type == SettingType::kInt || s.type == SettingType::kDouble) {
+      EXPECT_FALSE(s.set(c, std::to_string(static_cast<int64_t>(s.max) + 1)).ok()) << s.key;
+      EXPECT_FALSE(s.set(c, std::to_string(static_cast<int64_t>(s.min) - 1)).ok()) << s.key;
+      EXPECT_FALSE(s.set(c, "many").ok()) << s.key;
+    }
+    if (s.type == SettingType::kBool) {
+      EXPECT_FALSE(s.set(c, "yes").ok()) << s.key;
+    }
+    if (s.type == SettingType::kEnum) {
+      EXPECT_FALSE(s.set(c, "nonsense").ok()) << s.key;
+    }
+  }
+}
+
+TEST(SettingsTest, EnumSpellings) {
+  EXPECT_EQ(ParseDevice("gpu"), Device::kCuda);  // the CRD's spelling
+  EXPECT_EQ(ParseDevice("cuda"), Device::kCuda);
+  EXPECT_EQ(DeviceName(Device::kCuda), "cuda");
+  EXPECT_EQ(ParseWeightDType("bfloat16"), WeightDType::kBFloat16);
+  EXPECT_EQ(ParseSchedulingPolicy("request-compact"), SchedulingPolicy::kRequestCompact);
+  EXPECT_EQ(ParseKvPolicy("reserve"), KvPolicy::kReserve);
+  EXPECT_FALSE(ParseDevice("tpu").has_value());
+}
+
+absl::Status Apply(const std::string& text, EngineConfig& c) {
+  return ApplyEngineYaml(text, "engine.yaml", c);
+}
+
+TEST(EngineYamlTest, AppliesKnownKeys) {
+  EngineConfig c;
+  ASSERT_TRUE(Apply("scheduler:\n  max_batch_size: 8\n  chunked_prefill: false\n"
+                    "device:\n  type: gpu\n  memory_fraction: 0.5\nmodel:\n  dtype: bfloat16\n",
+                    c)
+                  .ok());
+  EXPECT_EQ(c.scheduler.max_batch_size, 8);
+  EXPECT_FALSE(c.scheduler.chunked_prefill);
+  EXPECT_EQ(c.device.type, Device::kCuda);
+  EXPECT_DOUBLE_EQ(c.device.memory_fraction, 0.5);
+  EXPECT_EQ(c.model.dtype, WeightDType::kBFloat16);
+}
+
+TEST(EngineYamlTest, IsStrictAndNamesFileAndKey) {
+  struct Case {
+    const char* yaml;
+    const char* message;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"engine:\n  max_batch_size: 8\n", "unknown section 'engine'"},
+           {"scheduler:\n  max_batch_sise: 8\n", "unknown key 'scheduler.max_batch_sise'"},
+           {"scheduler:\n  max_batch_size: \"8\"\n", "scheduler.max_batch_size must be an integer"},
+           {"scheduler:\n  max_batch_size: 0\n", "must be an integer in [1, 4096], got '0'"},
+           {"scheduler:\n  chunked_prefill: yes\n", "must be true or false"},
+           {"scheduler:\n  policy: fastest\n", "one of: iteration, request, request-compact"},
+           {"device:\n  memory_fraction: 2\n", "device.memory_fraction must be a number in"},
+           {"scheduler:\n  max_batch_size: [1, 2]\n", "scheduler.max_batch_size must be"},
+           {"scheduler: 3\n", "scheduler must be a mapping"},
+           {"- a\n- b\n", "must be a mapping of sections"},
+           {"scheduler: {max_batch_size: 8\n", "not valid YAML"},
+       }) {
+    EngineConfig c;
+    absl::Status s = Apply(k.yaml, c);
+    EXPECT_FALSE(s.ok()) << k.yaml;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("engine.yaml: ")) << k.yaml;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(k.message)) << k.yaml;
+  }
+}
+
+TEST(EngineYamlTest, FlagsOverrideTheFileWhichOverridesDefaults) {
+  testing::TempDir tmp;
+  std::ofstream(tmp.file("engine.yaml"))
+      << "model:\n  dir: /m\nscheduler:\n  max_batch_size: 8\n  max_batched_tokens: 99\n"
+         "  prefix_caching: true\n";
+  auto c = ParseCommandLine(Role::kServe, {"--config", tmp.file("engine.yaml"),
+                                           "--max-batch-size=3", "--no-prefix-caching"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->scheduler.max_batch_size, 3);        // flag
+  EXPECT_EQ(c->scheduler.max_batched_tokens, 99);   // file
+  EXPECT_FALSE(c->scheduler.prefix_caching);        // --no- flag
+  EXPECT_EQ(c->scheduler.max_waiting_requests, 1024);  // default
+  EXPECT_EQ(c->parallel.control_port, 0);           // serve's own default
+}
+
+TEST(CommandLineTest, ErrorsNameTheFlag) {
+  auto c = ParseCommandLine(Role::kServe, {"--model", "/m", "--max-batch-size", "0"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("--max-batch-size must be"));
+  c = ParseCommandLine(Role::kServe, {"--model", "/m", "--prefix-caching", "--no-prefix-caching"});
+  EXPECT_FALSE(c.ok());
+  // A worker takes no scheduler settings; a scheduler loads no weights.
+  EXPECT_FALSE(ParseCommandLine(Role::kWorker, {"--max-batch-size", "3"}).ok());
+  EXPECT_FALSE(ParseCommandLine(Role::kScheduler, {"--model", "/m", "--dtype", "float16"}).ok());
+  // Required values.
+  EXPECT_THAT(std::string(ParseCommandLine(Role::kServe, {}).status().message()),
+              HasSubstr("--model DIR"));
+  EXPECT_THAT(std::string(ParseCommandLine(Role::kWorker, {"--model", "/m"}).status().message()),
+              HasSubstr("--scheduler"));
+}
+
+EngineConfig NonDefault() {
+  EngineConfig c;
+  c.model.dir = "/models/x y";  // a space and a quote survive the writer
+  c.model.served_name = "say \"hi\"";
+  c.model.dtype = WeightDType::kFloat16;
+  c.device.type = Device::kCuda;
+  c.device.memory_fraction = 0.123456789;
+  c.device.threads = 3;
+  c.kv_cache.block_size = 32;
+  c.kv_cache.size_mib = 77;
+  c.scheduler.policy = SchedulingPolicy::kRequestCompact;
+  c.scheduler.prefix_caching = false;
+  c.parallel.gpus_per_pod = 2;
+  c.parallel.tensor = 4;
+  c.server.grpc_port = -1;
+  c.worker.scheduler = "sched:8002";
+  c.worker.stage = 1;
+  c.worker.metrics_port = -1;
+  return c;
+}
+
+TEST(WritersTest, EngineYamlReadsBackToTheSameConfiguration) {
+  const EngineConfig want = NonDefault();
+  auto yaml = ToEngineYaml(want);
+  ASSERT_TRUE(yaml.ok());
+  EngineConfig got;
+  ASSERT_TRUE(Apply(*yaml, got).ok()) << *yaml;
+  for (const Setting& s : AllSettings()) EXPECT_EQ(s.get(got), s.get(want)) << s.key;
+  EXPECT_FALSE(ToEngineYaml(want, {"scheduler.nope"}).ok());
+  auto some = ToEngineYaml(want, {"kv_cache.block_size"}, "# head\n");
+  ASSERT_TRUE(some.ok());
+  EXPECT_EQ(*some, "# head\nkv_cache:\n  block_size: 32\n");
+}
+
+TEST(WritersTest, FlagsReadBackToTheSameConfigurationForTheirRole) {
+  const EngineConfig want = NonDefault();
+  for (Role r : {Role::kServe, Role::kWorker}) {
+    auto got = ParseCommandLine(r, ToFlags(want, r));
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (const Setting& s : AllSettings()) {
+      if (HasRole(s.roles, r)) {
+        EXPECT_EQ(s.get(*got), s.get(want)) << s.key;
+      }
+    }
+  }
+}
+
+// docs/configuration.md embeds the table; it must be the one the code prints.
+TEST(DocsTest, ConfigurationPageHasTheCurrentTable) {
+  std::ifstream in(testing::SourceDir() + "/docs/configuration.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_THAT(ss.str(), HasSubstr(SettingsMarkdownTable()))
+      << "regenerate the table in docs/configuration.md with `orca config docs`";
+}
+
+TEST(CpuLimitTest, CgroupQuotas) {
+  EXPECT_EQ(CpusFromCgroupV2("max 100000\n"), std::nullopt);
+  EXPECT_EQ(CpusFromCgroupV2("400000 100000\n"), 4);
+  EXPECT_EQ(CpusFromCgroupV2("150000 100000"), 2);  // 1.5 CPUs: 2 threads
+  EXPECT_EQ(CpusFromCgroupV2("50000 100000"), 1);
+  EXPECT_EQ(CpusFromCgroupV2(""), std::nullopt);
+  EXPECT_EQ(CpusFromCgroupV1("-1\n", "100000\n"), std::nullopt);
+  EXPECT_EQ(CpusFromCgroupV1("200000\n", "100000\n"), 2);
+  EXPECT_GE(AvailableCpus(), 1);
+}
+
+}  // namespace
+}  // namespace orca
