@@ -83,9 +83,7 @@ absl::Status Generate(EngineConfig config, const Flags& flags) {
   } while (!ev.finished);
   std::cout << std::endl;
   engine->Stop();
-  if (ev.finish_reason == FinishReason::kError) {
-    return absl::InternalError(ev.error.empty() ? "generation failed" : ev.error);
-  }
+  if (ev.finish_reason == FinishReason::kError) return ev.status;
   if (flags.GetBool("stats")) {
     const double load_s = std::chrono::duration<double>(t_loaded - t0).count();
     const double gen_s = std::chrono::duration<double>(Clock::now() - t_loaded).count();

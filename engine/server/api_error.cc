@@ -52,7 +52,7 @@ ApiError FromStatus(const absl::Status& status, const std::string& param) {
       break;
     case absl::StatusCode::kUnavailable:
       e.http_status = 503;
-      e.type = "service_unavailable";
+      e.type = "service_unavailable_error";
       break;
     default:
       e.http_status = 500;
@@ -61,5 +61,7 @@ ApiError FromStatus(const absl::Status& status, const std::string& param) {
   }
   return e;
 }
+
+int GrpcCode(const absl::Status& status) { return static_cast<int>(status.code()); }
 
 }  // namespace orca

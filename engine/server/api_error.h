@@ -1,6 +1,6 @@
 // ApiError: an OpenAI-style error answer, {"error": {"message", "type", "param",
-// "code"}}, with its HTTP status. Built from an absl::Status at the HTTP edge, where
-// codes map one-to-one to HTTP statuses.
+// "code"}}, with its HTTP status. The one place an absl::Status becomes what a client
+// sees: an HTTP status and OpenAI error type (FromStatus) or a gRPC code (GrpcCode).
 #pragma once
 
 #include <string>
@@ -21,7 +21,11 @@ struct ApiError {
 
 ApiError InvalidRequest(const std::string& message, const std::string& param = "");
 // Maps a Status to an error: InvalidArgument 400, Unauthenticated 401, NotFound 404,
-// ResourceExhausted 429, Unavailable 503, anything else 500.
+// ResourceExhausted 429 (rate_limit_error), Unavailable 503 (service_unavailable_error:
+// retriable, answered with Retry-After), anything else 500 (internal_error).
 ApiError FromStatus(const absl::Status& status, const std::string& param = "");
+
+// Returns the gRPC status code of `status` (absl's codes are gRPC's, one to one).
+int GrpcCode(const absl::Status& status);
 
 }  // namespace orca

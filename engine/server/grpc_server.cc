@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/common/log.h"
+#include "engine/server/api_error.h"
 #include "engine/server/openai_request.h"
 #include "orca/v1/inference.grpc.pb.h"
 
@@ -13,12 +14,8 @@ namespace {
 
 using json = nlohmann::json;
 
-grpc::StatusCode ToGrpcCode(absl::StatusCode c) {
-  return static_cast<grpc::StatusCode>(static_cast<int>(c));
-}
-
 grpc::Status ToGrpc(const absl::Status& s) {
-  return grpc::Status(ToGrpcCode(s.code()), std::string(s.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(GrpcCode(s)), std::string(s.message()));
 }
 
 // The equivalent /v1/completions body, so both APIs share one validator.
@@ -83,12 +80,10 @@ class GrpcServer::Service final : public v1::Inference::Service {
     auto parsed = ParseOpenAiRequest(ToCompletionBody(*request).dump(), /*chat=*/false);
     if (!parsed.ok()) return ToGrpc(parsed.status());
     if (!parsed->model.empty() && parsed->model != options_.served_model_name) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          absl::StrCat("The model `", parsed->model, "` does not exist."));
+      return ToGrpc(absl::NotFoundError(absl::StrCat("The model `", parsed->model, "` does not exist.")));
     }
     if (options_.ready && !options_.ready()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          "the serving group is not ready; retry shortly");
+      return ToGrpc(absl::UnavailableError("the serving group is not ready; retry shortly"));
     }
     GenerateParams params = parsed->params;
     params.prompt_tokens =
@@ -107,11 +102,7 @@ class GrpcServer::Service final : public v1::Inference::Service {
         }
         continue;
       }
-      if (ev.finish_reason == FinishReason::kError) {
-        return grpc::Status(
-            ev.retriable ? grpc::StatusCode::UNAVAILABLE : grpc::StatusCode::INTERNAL,
-            ev.error.empty() ? "generation failed" : ev.error);
-      }
+      if (ev.finish_reason == FinishReason::kError) return ToGrpc(ev.status);
       v1::GenerateResponse out;
       out.set_text(ev.text);
       for (int32_t t : ev.token_ids) out.add_token_ids(t);

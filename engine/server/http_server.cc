@@ -59,7 +59,7 @@ struct Generation {
   std::vector<std::string> echo_prefix;
   std::vector<bool> started;
   bool include_usage = false;
-  bool retriable = false;  // an error was transient (HTTP 503 + Retry-After)
+  absl::Status error;  // the first choice's failure
   Engine* engine = nullptr;
 
   void AbortAll() {
@@ -67,8 +67,9 @@ struct Generation {
       if (!choices[i].finished) engine->Abort(streams[i]->id());
     }
   }
-  // Applies an event to choice i; returns the index range of new tokens.
-  std::pair<size_t, size_t> Apply(size_t i, StreamEvent& ev, std::string* error) {
+  // Applies an event to choice i; returns the index range of new tokens. A failed choice
+  // sets `error`.
+  std::pair<size_t, size_t> Apply(size_t i, StreamEvent& ev) {
     ChoiceState& c = choices[i];
     size_t from = c.samples.size();
     c.text += ev.text;
@@ -80,9 +81,8 @@ struct Generation {
     if (ev.finished) {
       c.finished = true;
       c.finish_reason = ev.finish_reason;
-      if (ev.finish_reason == FinishReason::kError) {
-        *error = ev.error.empty() ? "generation failed" : ev.error;
-        retriable = retriable || ev.retriable;
+      if (ev.finish_reason == FinishReason::kError && error.ok()) {
+        error = ev.status.ok() ? absl::InternalError("generation failed") : ev.status;
       }
     }
     return {from, c.samples.size()};
@@ -358,20 +358,13 @@ void HttpServer::Routes() {
       }
 
       if (!r.stream) {
-        std::string error;
         for (size_t i = 0; i < gen->streams.size(); ++i) {
           StreamEvent ev;
           while (!gen->choices[i].finished) {
-            if (gen->streams[i]->Pop(&ev, absl::Seconds(1))) gen->Apply(i, ev, &error);
+            if (gen->streams[i]->Pop(&ev, absl::Seconds(1))) gen->Apply(i, ev);
           }
         }
-        if (!error.empty()) {
-          ApiError e;
-          e.http_status = gen->retriable ? 503 : 500;
-          e.type = gen->retriable ? "service_unavailable_error" : "internal_error";
-          e.message = error;
-          return SendError(res, e);
-        }
+        if (!gen->error.ok()) return SendError(res, FromStatus(gen->error));
         res.set_content(Dump(FullResponse(gen->ctx, gen->choices, gen->echo_prefix)),
                         "application/json");
         return;
@@ -380,7 +373,6 @@ void HttpServer::Routes() {
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");  // tell nginx-style proxies not to buffer SSE
       res.set_chunked_content_provider("text/event-stream", [gen](size_t, httplib::DataSink& sink) {
-        std::string error;
         if (!gen->echo_prefix.empty()) {
           for (size_t i = 0; i < gen->choices.size(); ++i) {
             if (gen->started[i] || gen->echo_prefix[i].empty()) continue;
@@ -399,13 +391,9 @@ void HttpServer::Routes() {
             if (gen->choices[i].finished) continue;
             StreamEvent ev;
             if (!gen->streams[i]->Pop(&ev, wait)) continue;
-            auto [from, to] = gen->Apply(i, ev, &error);
-            if (!error.empty()) {
-              ApiError e;
-              e.http_status = gen->retriable ? 503 : 500;
-              e.type = gen->retriable ? "service_unavailable_error" : "internal_error";
-              e.message = error;
-              WriteEvent(sink, e.ToJson());
+            auto [from, to] = gen->Apply(i, ev);
+            if (!gen->error.ok()) {
+              WriteEvent(sink, FromStatus(gen->error).ToJson());
               WriteEvent(sink, "[DONE]");
               gen->AbortAll();
               sink.done();

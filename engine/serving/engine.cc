@@ -93,7 +93,7 @@ void Engine::Stop() {
     StreamEvent ev;
     ev.finished = true;
     ev.finish_reason = FinishReason::kAbort;
-    ev.error = "the server is shutting down";
+    ev.status = absl::UnavailableError("the server is shutting down");
     live->stream->Push(std::move(ev));
   }
   live_.clear();
@@ -172,26 +172,24 @@ void Engine::DrainInbox() {
   for (auto& r : inbox_) {
     uint64_t id = r->id;
     absl::Status s = scheduler_->Add(std::move(r));
-    if (!s.ok()) FinishLive(id, FinishReason::kError, std::string(s.message()));
+    if (!s.ok()) FinishLive(id, FinishReason::kError, s);
   }
   inbox_.clear();
   for (uint64_t id : aborts_) {
     scheduler_->Abort(id);
-    FinishLive(id, FinishReason::kAbort, "");
+    FinishLive(id, FinishReason::kAbort, absl::OkStatus());
   }
   aborts_.clear();
 }
 
-void Engine::FinishLive(uint64_t id, FinishReason reason, const std::string& error,
-                        bool retriable) {
+void Engine::FinishLive(uint64_t id, FinishReason reason, const absl::Status& status) {
   auto it = live_.find(id);
   if (it == live_.end()) return;
   Live& live = *it->second;
   StreamEvent ev;
   ev.finished = true;
   ev.finish_reason = reason;
-  ev.error = error;
-  ev.retriable = retriable;
+  ev.status = status;
   ev.prompt_tokens = live.prompt_tokens;
   ev.completion_tokens = live.completion_tokens;
   ev.cached_prompt_tokens = live.cached_prompt_tokens;
@@ -267,7 +265,7 @@ void Engine::RetireFinished(double now) {
     auto it = live_.find(r->id);
     if (it == live_.end()) continue;
     if (!it->second->done) {
-      FinishLive(r->id, r->finish_reason, "");
+      FinishLive(r->id, r->finish_reason, absl::OkStatus());
     } else if (!static_batching) {
       ReleaseDone(r->id, now);
     }
@@ -291,7 +289,7 @@ void Engine::UpdateSnapshot() {
   snapshot_.iterations = iterations_;
 }
 
-void Engine::FailRunning(const std::string& error) {
+void Engine::FailRunning(const absl::Status& error) {
   for (uint64_t id : scheduler_->RunningIds()) {
     // Abort finishes a request in any state, a member of a static batch that completed
     // and waits for its batch included: that one gets the response it completed, the
@@ -301,7 +299,7 @@ void Engine::FailRunning(const std::string& error) {
     if (it != live_.end() && it->second->done) {
       ReleaseDone(id, Now());
     } else {
-      FinishLive(id, FinishReason::kError, error, /*retriable=*/true);
+      FinishLive(id, FinishReason::kError, error);
     }
   }
   pool_->DropCached();
@@ -323,7 +321,7 @@ void Engine::Loop() {
       // A group that broke between plans took the running requests' KV cache with it
       // (with plans outstanding, their failure reports it instead).
       if (inflight_.empty() && executor_->TakeStateLost()) {
-        FailRunning("the serving group broke; the request can be retried");
+        FailRunning(absl::UnavailableError("the serving group broke; the request can be retried"));
       }
       RetireFinished(Now());  // e.g. a static batch whose last running member was aborted
     }
@@ -380,8 +378,10 @@ void Engine::CompleteOldest(const absl::Status& submit_error) {
   const double t2 = Now();
   absl::MutexLock lock(&mu_);
   if (!result.ok()) {
-    const std::string error(result.status().message());
     const bool group_broke = absl::IsUnavailable(result.status());
+    // A lost group is retriable; any other failure of a validated request is ours.
+    const absl::Status error =
+        group_broke ? result.status() : absl::InternalError(result.status().message());
     ORCA_LOG(ERROR) << "iteration " << f.batch.plan.iteration << " failed: " << result.status();
     std::vector<InFlight> lost;
     lost.push_back(std::move(f));
@@ -392,7 +392,7 @@ void Engine::CompleteOldest(const absl::Status& submit_error) {
     for (const InFlight& g : lost) {
       for (const auto& s : g.batch.plan.seqs) {
         scheduler_->Finish(s.seq_id, FinishReason::kError);
-        FinishLive(s.seq_id, FinishReason::kError, error, group_broke);
+        FinishLive(s.seq_id, FinishReason::kError, error);
       }
       scheduler_->Update(g.batch, IterationResult{});
     }

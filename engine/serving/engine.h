@@ -109,8 +109,8 @@ class Engine {
   void Loop();
   void DrainInbox() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Live& live, const RequestUpdate& update, double now);
-  void FinishLive(uint64_t id, FinishReason reason, const std::string& error,
-                  bool retriable = false);
+  // Finishes live request `id` with `reason`; `status` says why when it failed.
+  void FinishLive(uint64_t id, FinishReason reason, const absl::Status& status);
   // Hands finished requests' last events to their streams; under static batching, the
   // held responses once the whole batch is over.
   void RetireFinished(double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -120,9 +120,9 @@ class Engine {
   // Applies the oldest in-flight batch's result (or failure) from the executor.
   // `submit_error`: Submit failed, so there is no result to wait for.
   void CompleteOldest(const absl::Status& submit_error) ABSL_LOCKS_EXCLUDED(mu_);
-  // The serving group broke: every running request lost its KV cache and fails with a
-  // retriable error; cached prefixes are forgotten.
-  void FailRunning(const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The serving group broke: every running request lost its KV cache and fails with
+  // `error` (Unavailable: retriable); cached prefixes are forgotten.
+  void FailRunning(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   EngineOptions options_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/executor/iteration.h"
 #include "engine/sched/request.h"
@@ -22,8 +23,10 @@ struct StreamEvent {
   std::string text;                   // new text safe to show
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
-  std::string error;       // when finish_reason == kError
-  bool retriable = false;  // the error is transient (the serving group broke): HTTP 503
+  // Why the request failed (finish_reason kError or kAbort on shutdown): Unavailable is
+  // transient and retriable (the serving group broke: HTTP 503, gRPC UNAVAILABLE), other
+  // codes are not. The transports map it in one place (engine/server/api_error.h).
+  absl::Status status;
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_prompt_tokens = 0;

@@ -107,7 +107,7 @@ std::vector<std::vector<int32_t>> RunRequests(Engine& engine,
     Collected c = Collect(*streams[i], absl::Seconds(60));
     EXPECT_TRUE(c.finished) << "request " << i << " did not finish within 60 s";
     EXPECT_EQ(c.last.finish_reason, FinishReason::kLength)
-        << "request " << i << ": " << c.last.error;
+        << "request " << i << ": " << c.last.status;
     EXPECT_EQ(c.tokens.size(), static_cast<size_t>(requests[i].max_tokens)) << "request " << i;
     out.push_back(c.finished ? c.tokens : std::vector<int32_t>{});
   }
@@ -388,10 +388,10 @@ TEST_P(GroupFailureTest, LostRankFailsRequestsRetriablyAndReplacementRecovers) {
   ASSERT_TRUE(c.finished) << "the long request did not end within 30 s of losing rank " << lost;
   std::cout << "[ failure ] rank " << lost << " lost: request failed after "
             << absl::ToDoubleMilliseconds(absl::Now() - t0) << " ms, " << c.tokens.size()
-            << " tokens in: " << c.last.error << "\n";
+            << " tokens in: " << c.last.status << "\n";
   EXPECT_EQ(c.last.finish_reason, FinishReason::kError);
-  EXPECT_TRUE(c.last.retriable) << c.last.error;
-  EXPECT_FALSE(c.last.error.empty());
+  EXPECT_TRUE(absl::IsUnavailable(c.last.status)) << c.last.status;  // retriable
+  EXPECT_FALSE(c.last.status.message().empty());
   EXPECT_LT(c.tokens.size(), 500u);
   // The tokens before the failure are the local engine's.
   const std::vector<int32_t>& first = local[0];
@@ -415,7 +415,7 @@ TEST_P(GroupFailureTest, LostRankFailsRequestsRetriablyAndReplacementRecovers) {
   EXPECT_GT(exec->generation(), gen);
   Collected w = Collect(*waiting, absl::Seconds(60));
   ASSERT_TRUE(w.finished);
-  EXPECT_EQ(w.last.finish_reason, FinishReason::kLength) << w.last.error;
+  EXPECT_EQ(w.last.finish_reason, FinishReason::kLength) << w.last.status;
   EXPECT_EQ(w.tokens, local[1]);
   // New requests succeed with the same tokens as before.
   EXPECT_EQ(RunRequests(engine, Requests()), local);
@@ -491,7 +491,7 @@ TEST(EngineOverGroupTest, RunningRequestsFailRetriablyWhenTheGroupBreaksBetweenP
                              "is gone)";
   if (c.finished) {
     EXPECT_EQ(c.last.finish_reason, FinishReason::kError);
-    EXPECT_TRUE(c.last.retriable) << c.last.error;
+    EXPECT_TRUE(absl::IsUnavailable(c.last.status)) << c.last.status;  // retriable
   }
   // Back: a new request runs normally.
   exec->set_ready(true);
