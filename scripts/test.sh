@@ -6,6 +6,11 @@ scripts/install-deps.sh
 scripts/build.sh
 build=${ORCA_BUILD_DIR:-build}
 ctest --test-dir "$build" --output-on-failure -j "${ORCA_TEST_JOBS:-2}" "$@"
+# The lock annotations (ABSL_GUARDED_BY, ...) under clang's -Wthread-safety, which g++
+# ignores (skip: ORCA_SKIP_THREAD_SAFETY=1).
+if [ "${ORCA_SKIP_THREAD_SAFETY:-0}" != 1 ]; then
+  scripts/check-thread-safety.sh
+fi
 # The serving suites once more under AddressSanitizer + UBSan (skip: ORCA_SKIP_ASAN=1).
 if [ "${ORCA_SKIP_ASAN:-0}" != 1 ]; then
   scripts/test-asan.sh

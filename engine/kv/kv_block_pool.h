@@ -11,7 +11,11 @@
 //
 // BlockTable: one sequence's list of blocks and the number of token slots in use.
 //
-// Not thread-safe: owned and used by the scheduler's iteration thread.
+// Not thread-safe: the Engine owns the pool, and only its engine thread (the scheduler
+// and the iteration loop) allocates, releases, looks up or reads the counts. The
+// exceptions are num_blocks(), block_size() and BlocksFor(), which read only what is
+// fixed at construction: any thread may call them (Engine::Submit checks a request
+// against the cache size on the caller's thread).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,7 @@ class KvBlockPool {
  public:
   KvBlockPool(int32_t num_blocks, int32_t block_size);
 
+  // Fixed at construction; any thread may call these and BlocksFor().
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   // Returns the blocks available to Allocate: free plus evictable cached blocks.

@@ -4,6 +4,8 @@
 #include <cassert>
 
 #include "absl/strings/str_cat.h"
+#include "engine/common/status_macros.h"
+#include "engine/sched/request_limits.h"
 
 namespace orca {
 
@@ -32,21 +34,9 @@ IterationScheduler::IterationScheduler(const SchedulerConfig& config, KvBlockPoo
 
 absl::Status IterationScheduler::Add(std::unique_ptr<Request> request) {
   Request& r = *request;
-  if (r.prompt_tokens.empty()) return absl::InvalidArgumentError("the prompt is empty");
-  if (r.max_tokens < 1) return absl::InvalidArgumentError("max_tokens must be at least 1");
-  const int64_t total = static_cast<int64_t>(r.prompt_tokens.size()) + r.max_tokens;
-  if (total > config_.max_model_len) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "This model's maximum context length is ", config_.max_model_len,
-        " tokens. However, you requested ", total, " tokens (", r.prompt_tokens.size(),
-        " in the messages, ", r.max_tokens,
-        " in the completion). Please reduce the length of the messages or completion."));
-  }
-  if (pool_->BlocksFor(total) > pool_->num_blocks()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the request needs ", total, " tokens of KV cache but the whole cache holds ",
-                     int64_t{pool_->num_blocks()} * pool_->block_size()));
-  }
+  ORCA_RETURN_IF_ERROR(ValidateRequest(
+      r.prompt_tokens, r.max_tokens,
+      RequestLimits{0, config_.max_model_len, int64_t{pool_->num_blocks()} * pool_->block_size()}));
   if (requests_.count(r.id))
     return absl::AlreadyExistsError(absl::StrCat("request ", r.id, " exists"));
   r.status = RequestStatus::kWaiting;

@@ -60,8 +60,9 @@ class IterationScheduler {
  public:
   IterationScheduler(const SchedulerConfig& config, KvBlockPool* pool);
 
-  // Validates and enqueues `request`. Fails (InvalidArgument) when it can never run:
-  // empty prompt, prompt + max_tokens over the context, or more KV blocks than exist.
+  // Validates (ValidateRequest) and enqueues `request`. Fails (InvalidArgument) when it
+  // can never run: empty prompt, prompt + max_tokens over the context, or more KV blocks
+  // than exist.
   absl::Status Add(std::unique_ptr<Request> request);
   // Finishes a request with kAbort at once, freeing its blocks, wherever it is. A
   // request in flight is finished when its batch returns. Returns false if unknown.

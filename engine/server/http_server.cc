@@ -17,6 +17,7 @@
 #include "engine/server/api_error.h"
 #include "engine/server/openai_request.h"
 #include "engine/server/openai_response.h"
+#include "engine/sched/request_limits.h"
 
 namespace orca {
 namespace {
@@ -341,11 +342,21 @@ void HttpServer::Routes() {
           auto stream = engine_->Submit(std::move(params));
           if (!stream.ok()) {
             gen->AbortAll();
-            absl::Status s = stream.status();
-            if (s.code() == absl::StatusCode::kInvalidArgument) {
-              s.SetPayload(kParamPayload, absl::Cord(chat ? "messages" : "prompt"));
+            ApiError e = ErrorFrom(stream.status());
+            if (stream.status().code() == absl::StatusCode::kInvalidArgument) {
+              e.param = chat ? "messages" : "prompt";
             }
-            return SendError(res, ErrorFrom(s));
+            if (auto c = GetContextLengthError(stream.status())) {  // OpenAI's wording
+              const char* what = chat ? "messages" : "prompt";
+              e.code = "context_length_exceeded";
+              e.message = absl::StrCat(
+                  "This model's maximum context length is ", c->max_model_len,
+                  " tokens. However, you requested ", c->prompt + c->completion, " tokens (",
+                  c->prompt, " in the ", what, ", ", c->completion,
+                  " in the completion). Please reduce the length of the ", what,
+                  " or completion.");
+            }
+            return SendError(res, e);
           }
           gen->streams.push_back(*stream);
           ChoiceState c;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/sched/request_limits.h"
 #include "engine/serving/local_executor.h"
 #include "engine/serving/stop_checker.h"
 
@@ -101,26 +102,10 @@ void Engine::Stop() {
 
 absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {
   const ModelConfig& c = executor_->config();
-  if (params.prompt_tokens.empty()) return absl::InvalidArgumentError("the prompt is empty");
-  for (int32_t t : params.prompt_tokens) {
-    if (t < 0 || t >= c.vocab_size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("token id ", t, " is outside the vocabulary [0, ", c.vocab_size, ")"));
-    }
-  }
-  const int64_t total = static_cast<int64_t>(params.prompt_tokens.size()) + params.max_tokens;
-  const int32_t max_len = scheduler_config_.max_model_len;
-  if (total > max_len) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "This model's maximum context length is ", max_len, " tokens. However, you requested ",
-        total, " tokens (", params.prompt_tokens.size(), " in the prompt, ", params.max_tokens,
-        " in the completion). Please reduce the length of the prompt or completion."));
-  }
-  if (pool_->BlocksFor(total) > pool_->num_blocks()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the request needs ", total, " tokens of KV cache; the cache holds ",
-                     int64_t{pool_->num_blocks()} * pool_->block_size()));
-  }
+  ORCA_RETURN_IF_ERROR(ValidateRequest(
+      params.prompt_tokens, params.max_tokens,
+      RequestLimits{c.vocab_size, scheduler_config_.max_model_len,
+                    int64_t{pool_->num_blocks()} * pool_->block_size()}));
   auto r = std::make_unique<Request>();
   auto live = std::make_unique<Live>();
   r->prompt_tokens = std::move(params.prompt_tokens);

@@ -110,7 +110,8 @@ class Engine {
   void DrainInbox() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Live& live, const RequestUpdate& update, double now);
   // Finishes live request `id` with `reason`; `status` says why when it failed.
-  void FinishLive(uint64_t id, FinishReason reason, const absl::Status& status);
+  void FinishLive(uint64_t id, FinishReason reason, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands finished requests' last events to their streams; under static batching, the
   // held responses once the whole batch is over.
   void RetireFinished(double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

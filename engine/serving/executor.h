@@ -2,8 +2,14 @@
 // in-process on one rank (LocalExecutor) or on a group of workers over the control
 // plane (GroupExecutor, engine/group). Plans are submitted in order and their results
 // come back in the same order; up to max_inflight() plans may be outstanding at once
-// (one per pipeline stage). Used by the engine thread only, except ready() and
-// group_status(), which any thread may call.
+// (one per pipeline stage).
+//
+// Thread safety: Submit(), Wait() and TakeStateLost() belong to one thread, the
+// engine's. Every other call is thread-safe and any thread may make it: config(),
+// num_kv_blocks(), block_size() and max_inflight() return what was fixed at creation
+// (Engine::Submit and the HTTP handlers read config()); ready(), WaitReady() and
+// group_status() synchronise internally (health checks, metrics scrapes, and the serve
+// command waiting for its group to form).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +35,7 @@ class Executor {
  public:
   virtual ~Executor() = default;
 
+  // Fixed at creation. Thread-safe.
   virtual const ModelConfig& config() const = 0;
   virtual int32_t num_kv_blocks() const = 0;
   virtual int32_t block_size() const = 0;
@@ -39,7 +46,7 @@ class Executor {
 
   // Whether plans can run now: a group is complete and initialised. Thread-safe.
   virtual bool ready() const { return true; }
-  // Waits up to `timeout` for ready(); returns ready().
+  // Waits up to `timeout` for ready(); returns ready(). Thread-safe.
   virtual bool WaitReady(absl::Duration timeout) {
     (void)timeout;
     return ready();

@@ -112,7 +112,10 @@ absl::StatusOr<BpeModel> BpeModel::FromJson(const json& model, const std::string
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     auto pair = ParseMerge(merges[rank], rank, file);
     if (!pair.ok()) return pair.status();
-    const auto& [a, b] = *pair;
+    // Named references, not a structured binding: clang 14 (the thread-safety check)
+    // cannot capture those in the lambda below.
+    const std::string& a = pair->first;
+    const std::string& b = pair->second;
     auto lookup = [&](const std::string& token) -> absl::StatusOr<int32_t> {
       auto it = m.vocab_.find(ToAbsl(token));
       if (it == m.vocab_.end()) {

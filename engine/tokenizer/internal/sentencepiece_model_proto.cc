@@ -194,7 +194,10 @@ absl::StatusOr<SentencePieceModelProto> ParseSentencePieceModelProto(std::string
         return ParseNormalizerSpec(p, f.bytes, "normalizer_spec", &proto.normalizer);
       case 5:
         ORCA_RETURN_IF_ERROR(p.Expect(f, WireType::kLengthDelimited, "", "denormalizer_spec"));
-        if (!proto.denormalizer.has_value()) proto.denormalizer.emplace();
+        // Not emplace(): clang 14 deems the nested struct not default-constructible there.
+        if (!proto.denormalizer.has_value()) {
+          proto.denormalizer = SentencePieceModelProto::NormalizerSpec{};
+        }
         return ParseNormalizerSpec(p, f.bytes, "denormalizer_spec", &*proto.denormalizer);
       default:
         return absl::OkStatus();
