@@ -291,67 +291,77 @@ void Engine::FailRunning(const absl::Status& error) {
 }
 
 void Engine::Loop() {
-  uint64_t next_plan = 0;
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!scheduler_->has_work() && inflight_.empty()) {
-        auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-          return stop_ || !inbox_.empty() || !aborts_.empty();
-        };
-        mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(100));
+  while (Step()) {
+  }
+}
+
+bool Engine::Step() {
+  if (!TakeNewWork()) return false;
+  if (inflight_.empty() && !executor_->ready()) {
+    // A serving group is (re)forming: requests wait in the queue meanwhile.
+    executor_->WaitReady(absl::Milliseconds(100));
+    return true;
+  }
+  if (ScheduleAndSubmit()) return true;  // schedule -> execute
+  if (inflight_.empty()) {
+    WaitForCapacity();
+    return true;
+  }
+  CompleteOldest(absl::OkStatus());  // update
+  return true;
+}
+
+bool Engine::TakeNewWork() {
+  absl::MutexLock lock(&mu_);
+  if (!scheduler_->has_work() && inflight_.empty()) {
+    auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return stop_ || !inbox_.empty() || !aborts_.empty();
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(100));
+  }
+  if (stop_) return false;
+  DrainInbox();
+  // A group that broke between plans took the running requests' KV cache with it
+  // (with plans outstanding, their failure reports it instead).
+  if (inflight_.empty() && executor_->TakeStateLost()) {
+    FailRunning(absl::UnavailableError("the serving group broke; the request can be retried"));
+  }
+  RetireFinished(Now());  // e.g. a static batch whose last running member was aborted
+  return true;
+}
+
+bool Engine::ScheduleAndSubmit() {
+  // Keep up to one batch per pipeline stage in flight; requests in flight are not
+  // scheduled again until their batch returns.
+  if (static_cast<int32_t>(inflight_.size()) >= executor_->max_inflight()) return false;
+  const double t0 = Now();
+  ScheduledBatch batch = scheduler_->Schedule();
+  if (batch.empty()) return false;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& s : batch.plan.seqs) {
+      auto it = live_.find(s.seq_id);
+      if (it == live_.end() || it->second->first_scheduled >= 0) continue;
+      it->second->first_scheduled = t0;
+      if (const Request* r = scheduler_->Find(s.seq_id)) {
+        it->second->cached_prompt_tokens = r->num_cached_prompt_tokens;
       }
-      if (stop_) return;
-      DrainInbox();
-      // A group that broke between plans took the running requests' KV cache with it
-      // (with plans outstanding, their failure reports it instead).
-      if (inflight_.empty() && executor_->TakeStateLost()) {
-        FailRunning(absl::UnavailableError("the serving group broke; the request can be retried"));
-      }
-      RetireFinished(Now());  // e.g. a static batch whose last running member was aborted
     }
-    if (inflight_.empty() && !executor_->ready()) {
-      // A serving group is (re)forming: requests wait in the queue meanwhile.
-      executor_->WaitReady(absl::Milliseconds(100));
-      continue;
-    }
-    // Keep up to one batch per pipeline stage in flight; requests in flight are not
-    // scheduled again until their batch returns.
-    if (static_cast<int32_t>(inflight_.size()) < executor_->max_inflight()) {
-      const double t0 = Now();
-      ScheduledBatch batch = scheduler_->Schedule();
-      if (!batch.empty()) {
-        {
-          absl::MutexLock lock(&mu_);
-          for (const auto& s : batch.plan.seqs) {
-            auto it = live_.find(s.seq_id);
-            if (it == live_.end() || it->second->first_scheduled >= 0) continue;
-            it->second->first_scheduled = t0;
-            if (const Request* r = scheduler_->Find(s.seq_id)) {
-              it->second->cached_prompt_tokens = r->num_cached_prompt_tokens;
-            }
-          }
-        }
-        batch.plan.iteration = next_plan++;
-        absl::Status submitted = executor_->Submit(batch.plan);
-        inflight_.push_back(InFlight{std::move(batch), t0, Now()});
-        if (!submitted.ok()) {
-          CompleteOldest(submitted);
-        }
-        continue;
-      }
-    }
-    if (inflight_.empty()) {
-      absl::MutexLock lock(&mu_);
-      UpdateSnapshot();
-      if (scheduler_->has_work()) {
-        // Nothing fits right now (e.g. waiting for KV blocks held by in-flight work).
-        auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || !aborts_.empty(); };
-        mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(5));
-      }
-      continue;
-    }
-    CompleteOldest(absl::OkStatus());
+  }
+  batch.plan.iteration = next_plan_++;
+  absl::Status submitted = executor_->Submit(batch.plan);
+  inflight_.push_back(InFlight{std::move(batch), t0, Now()});
+  if (!submitted.ok()) CompleteOldest(submitted);
+  return true;
+}
+
+void Engine::WaitForCapacity() {
+  absl::MutexLock lock(&mu_);
+  UpdateSnapshot();
+  if (scheduler_->has_work()) {
+    // Nothing fits right now (e.g. waiting for KV blocks held by in-flight work).
+    auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || !aborts_.empty(); };
+    mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(5));
   }
 }
 

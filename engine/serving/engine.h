@@ -106,7 +106,22 @@ class Engine {
  private:
   struct Live;  // per-request engine-side state (detokenizer, stop checker, timing)
   Engine() = default;
+  // The engine thread: Step() until stopped.
   void Loop();
+  // One step of the core loop, schedule -> execute -> update (vLLM's EngineCore.step):
+  // take in new requests and aborts; then either schedule a batch and submit its plan
+  // to the executor (up to one per pipeline stage in flight), or, when nothing more can
+  // be scheduled, complete the oldest plan in flight and apply its tokens. Returns false
+  // once the engine is stopping.
+  bool Step();
+  // Moves submitted requests and aborts into the scheduler (waiting briefly when idle)
+  // and fails the running requests if the group lost their KV cache. False: stopping.
+  bool TakeNewWork() ABSL_LOCKS_EXCLUDED(mu_);
+  // Schedules the next batch and submits its plan; false when none can run now.
+  bool ScheduleAndSubmit() ABSL_LOCKS_EXCLUDED(mu_);
+  // Nothing in flight and nothing schedulable: waits a little (for an abort to free
+  // blocks, or new work).
+  void WaitForCapacity() ABSL_LOCKS_EXCLUDED(mu_);
   void DrainInbox() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Live& live, const RequestUpdate& update, double now);
   // Finishes live request `id` with `reason`; `status` says why when it failed.
@@ -139,6 +154,7 @@ class Engine {
     double scheduled = 0, submitted = 0;
   };
   std::deque<InFlight> inflight_;
+  uint64_t next_plan_ = 0;
   int64_t iterations_ = 0;
 
   mutable absl::Mutex mu_;
