@@ -26,23 +26,6 @@ uint64_t DrawSeed() {
 
 }  // namespace
 
-struct Engine::Live {
-  std::shared_ptr<RequestStream> stream;
-  std::unique_ptr<StreamingDetokenizer> detok;
-  std::unique_ptr<StopChecker> stop;
-  std::vector<int32_t> stop_token_ids;
-  int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;
-  int32_t cached_prompt_tokens = 0;
-  double arrival = 0;
-  double first_scheduled = -1;
-  double first_token = -1;
-  double last_token = -1;
-  bool done = false;
-  FinishReason reason = FinishReason::kNone;
-  std::vector<StreamEvent> held;  // request-level policy: returned when the batch ends
-};
-
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options,
                                                        std::unique_ptr<Executor> executor) {
   auto e = std::unique_ptr<Engine>(new Engine());
@@ -67,6 +50,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->pool_ =
       std::make_unique<KvBlockPool>(e->executor_->num_kv_blocks(), e->executor_->block_size());
   e->scheduler_ = std::make_unique<IterationScheduler>(sc, e->pool_.get());
+  {
+    absl::MutexLock lock(&e->mu_);
+    e->outputs_ =
+        std::make_unique<OutputProcessor>(*e->tokenizer_, IsRequestLevel(sc.policy));
+  }
   ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model.dir << ", KV cache "
                  << e->executor_->num_kv_blocks() << " blocks x " << e->executor_->block_size()
                  << " tokens, context " << sc.max_model_len << ", " << sc.max_inflight_batches
@@ -90,14 +78,7 @@ void Engine::Stop() {
   }
   if (thread_.joinable()) thread_.join();
   absl::MutexLock lock(&mu_);
-  for (auto& [id, live] : live_) {
-    StreamEvent ev;
-    ev.finished = true;
-    ev.finish_reason = FinishReason::kAbort;
-    ev.status = absl::UnavailableError("the server is shutting down");
-    live->stream->Push(std::move(ev));
-  }
-  live_.clear();
+  outputs_->AbortAll(absl::UnavailableError("the server is shutting down"));
 }
 
 absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {
@@ -107,7 +88,6 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
       RequestLimits{c.vocab_size, scheduler_config_.max_model_len,
                     int64_t{pool_->num_blocks()} * pool_->block_size()}));
   auto r = std::make_unique<Request>();
-  auto live = std::make_unique<Live>();
   r->prompt_tokens = std::move(params.prompt_tokens);
   r->sampling = params.sampling;
   r->sampling.seed = params.seed ? *params.seed : DrawSeed();
@@ -120,12 +100,12 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
   }
   r->stop_token_ids.insert(r->stop_token_ids.end(), params.stop_token_ids.begin(),
                            params.stop_token_ids.end());
-  live->stop_token_ids = r->stop_token_ids;
-  live->detok = std::make_unique<StreamingDetokenizer>(*tokenizer_, params.skip_special_tokens);
-  live->stop =
-      std::make_unique<StopChecker>(std::move(params.stop), params.include_stop_str_in_output);
-  live->prompt_tokens = static_cast<int32_t>(r->prompt_tokens.size());
-  live->arrival = r->arrival_time;
+  OutputOptions out{r->stop_token_ids,
+                    std::move(params.stop),
+                    params.include_stop_str_in_output,
+                    params.skip_special_tokens,
+                    static_cast<int32_t>(r->prompt_tokens.size()),
+                    r->arrival_time};
 
   absl::MutexLock lock(&mu_);
   if (stop_) return absl::UnavailableError("the engine is stopped");
@@ -136,9 +116,7 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
                      " requests are already waiting"));
   }
   r->id = next_id_++;
-  live->stream = std::make_shared<RequestStream>(r->id);
-  auto stream = live->stream;
-  live_[r->id] = std::move(live);
+  auto stream = outputs_->Add(r->id, std::move(out));
   inbox_.push_back(std::move(r));
   return stream;
 }
@@ -157,112 +135,19 @@ void Engine::DrainInbox() {
   for (auto& r : inbox_) {
     uint64_t id = r->id;
     absl::Status s = scheduler_->Add(std::move(r));
-    if (!s.ok()) FinishLive(id, FinishReason::kError, s);
+    if (!s.ok()) outputs_->Finish(id, FinishReason::kError, s, Now());
   }
   inbox_.clear();
   for (uint64_t id : aborts_) {
     scheduler_->Abort(id);
-    FinishLive(id, FinishReason::kAbort, absl::OkStatus());
+    outputs_->Finish(id, FinishReason::kAbort, absl::OkStatus(), Now());
   }
   aborts_.clear();
 }
 
-void Engine::FinishLive(uint64_t id, FinishReason reason, const absl::Status& status) {
-  auto it = live_.find(id);
-  if (it == live_.end()) return;
-  Live& live = *it->second;
-  StreamEvent ev;
-  ev.finished = true;
-  ev.finish_reason = reason;
-  ev.status = status;
-  ev.prompt_tokens = live.prompt_tokens;
-  ev.completion_tokens = live.completion_tokens;
-  ev.cached_prompt_tokens = live.cached_prompt_tokens;
-  live.held.push_back(std::move(ev));
-  live.reason = reason;
-  ReleaseDone(id, Now());
-}
-
-void Engine::Emit(Live& live, const RequestUpdate& u, double now) {
-  StreamEvent ev;
-  FinishReason reason = u.finish_reason;
-  for (size_t i = 0; i < u.new_tokens.size(); ++i) {
-    const int32_t t = u.new_tokens[i];
-    ev.token_ids.push_back(t);
-    if (i < u.samples.size()) ev.samples.push_back(u.samples[i]);
-    ++live.completion_tokens;
-    const bool stop_token = reason == FinishReason::kStop &&
-                            std::find(live.stop_token_ids.begin(), live.stop_token_ids.end(), t) !=
-                                live.stop_token_ids.end();
-    if (!stop_token) ev.text += live.stop->Append(live.detok->Push(t));
-    if (live.stop->stopped()) {
-      reason = FinishReason::kStop;
-      if (!u.finished) scheduler_->Finish(u.request_id, FinishReason::kStop);
-    }
-  }
-  const bool finished = u.finished || reason != FinishReason::kNone;
-  if (finished && !live.stop->stopped()) {
-    ev.text += live.stop->Append(live.detok->Flush());
-    ev.text += live.stop->Flush();
-  }
-  if (observer_ && !ev.token_ids.empty()) {
-    if (live.first_token < 0) {
-      live.first_token = now;
-      observer_->OnFirstToken(now - live.arrival,
-                              std::max(0.0, live.first_scheduled - live.arrival));
-    } else {
-      observer_->OnToken(now - live.last_token);
-    }
-  }
-  live.last_token = now;
-  ev.prompt_tokens = live.prompt_tokens;
-  ev.completion_tokens = live.completion_tokens;
-  ev.cached_prompt_tokens = live.cached_prompt_tokens;
-  if (finished) {
-    ev.finished = true;
-    ev.finish_reason = reason;
-    live.done = true;
-    live.reason = reason;
-  }
-  if (IsRequestLevel(options_.scheduler.policy)) {
-    live.held.push_back(std::move(ev));  // static batching returns only when the batch ends
-  } else {
-    live.stream->Push(std::move(ev));
-  }
-}
-
-void Engine::ReleaseDone(uint64_t id, double now) {
-  auto it = live_.find(id);
-  Live& live = *it->second;
-  for (auto& h : live.held) live.stream->Push(std::move(h));
-  if (observer_) {
-    observer_->OnFinished(live.reason, live.prompt_tokens, live.completion_tokens,
-                          now - live.arrival);
-  }
-  live_.erase(it);
-}
-
 void Engine::RetireFinished(double now) {
-  // Requests that finished (by token, length, stop string, abort) leave now; under
-  // static batching those that completed wait for their batch.
-  const bool static_batching = IsRequestLevel(options_.scheduler.policy);
-  for (auto& r : scheduler_->TakeFinished()) {
-    auto it = live_.find(r->id);
-    if (it == live_.end()) continue;
-    if (!it->second->done) {
-      FinishLive(r->id, r->finish_reason, absl::OkStatus());
-    } else if (!static_batching) {
-      ReleaseDone(r->id, now);
-    }
-  }
-  if (static_batching && scheduler_->num_running() == 0) {
-    // The static batch is over: release every held response.
-    std::vector<uint64_t> done;
-    for (auto& [id, live] : live_) {
-      if (live->done) done.push_back(id);
-    }
-    for (uint64_t id : done) ReleaseDone(id, now);
-  }
+  for (auto& r : scheduler_->TakeFinished()) outputs_->Retire(r->id, r->finish_reason, now);
+  if (scheduler_->num_running() == 0) outputs_->ReleaseHeld(now);
 }
 
 void Engine::UpdateSnapshot() {
@@ -280,12 +165,7 @@ void Engine::FailRunning(const absl::Status& error) {
     // and waits for its batch included: that one gets the response it completed, the
     // others the retriable error.
     scheduler_->Abort(id);
-    auto it = live_.find(id);
-    if (it != live_.end() && it->second->done) {
-      ReleaseDone(id, Now());
-    } else {
-      FinishLive(id, FinishReason::kError, error);
-    }
+    outputs_->Fail(id, error, Now());
   }
   pool_->DropCached();
 }
@@ -340,12 +220,8 @@ bool Engine::ScheduleAndSubmit() {
   {
     absl::MutexLock lock(&mu_);
     for (const auto& s : batch.plan.seqs) {
-      auto it = live_.find(s.seq_id);
-      if (it == live_.end() || it->second->first_scheduled >= 0) continue;
-      it->second->first_scheduled = t0;
-      if (const Request* r = scheduler_->Find(s.seq_id)) {
-        it->second->cached_prompt_tokens = r->num_cached_prompt_tokens;
-      }
+      const Request* r = scheduler_->Find(s.seq_id);
+      outputs_->Scheduled(s.seq_id, t0, r != nullptr ? r->num_cached_prompt_tokens : 0);
     }
   }
   batch.plan.iteration = next_plan_++;
@@ -387,7 +263,7 @@ void Engine::CompleteOldest(const absl::Status& submit_error) {
     for (const InFlight& g : lost) {
       for (const auto& s : g.batch.plan.seqs) {
         scheduler_->Finish(s.seq_id, FinishReason::kError);
-        FinishLive(s.seq_id, FinishReason::kError, error);
+        outputs_->Finish(s.seq_id, FinishReason::kError, error, t2);
       }
       scheduler_->Update(g.batch, IterationResult{});
     }
@@ -395,9 +271,10 @@ void Engine::CompleteOldest(const absl::Status& submit_error) {
     f = std::move(lost.front());
   } else {
     for (const RequestUpdate& u : scheduler_->Update(f.batch, *result)) {
-      auto it = live_.find(u.request_id);
-      if (it == live_.end()) continue;
-      Emit(*it->second, u, t2);
+      // A stop string the output processor matched finishes the request there too.
+      if (outputs_->Apply(u, t2) == FinishReason::kStop) {
+        scheduler_->Finish(u.request_id, FinishReason::kStop);
+      }
     }
   }
   RetireFinished(t2);

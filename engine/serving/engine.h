@@ -1,8 +1,9 @@
 // Engine: the serving core for one model. It owns the iteration-level scheduler, the
-// KV block pool and the executor, and runs the loop schedule -> execute -> update on
-// its own thread (DESIGN.md section 2): every iteration's tokens are detokenized, stop
-// strings are checked, and the new text is pushed to each request's RequestStream at
-// once. Submit() and Abort() are thread-safe and never block on model execution.
+// KV block pool, the executor and the output processor, and runs the loop schedule ->
+// execute -> update on its own thread (Step(); DESIGN.md section 2): every iteration's
+// tokens go to the OutputProcessor, which detokenizes, checks stop strings and pushes
+// the new text to each request's RequestStream at once. Submit() and Abort() are
+// thread-safe and never block on model execution.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include "engine/config/engine_config.h"
 #include "engine/sched/scheduler.h"
 #include "engine/serving/executor.h"
+#include "engine/serving/output_processor.h"
 #include "engine/serving/request_stream.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -52,18 +54,6 @@ struct GenerateParams {
   std::vector<std::string> stop;  // stop strings
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
-};
-
-// Counters and per-iteration observations, read by the metrics exporter. Callbacks run
-// on the engine thread and must be cheap.
-struct EngineObserver {
-  virtual ~EngineObserver() = default;
-  virtual void OnIteration(double duration_s, double scheduler_overhead_s, int32_t batch_size,
-                           int32_t num_tokens, int32_t inflight) = 0;
-  virtual void OnFirstToken(double ttft_s, double queue_s) = 0;
-  virtual void OnToken(double inter_token_s) = 0;
-  virtual void OnFinished(FinishReason reason, int32_t prompt_tokens, int32_t completion_tokens,
-                          double e2e_s) = 0;
 };
 
 struct EngineSnapshot {
@@ -101,10 +91,14 @@ class Engine {
   GroupStatus group_status() const { return executor_->group_status(); }
   int32_t max_model_len() const { return scheduler_config_.max_model_len; }
   EngineSnapshot Snapshot() const;
-  void SetObserver(EngineObserver* observer) { observer_ = observer; }
+  // Sets the metrics observer (call before Start).
+  void SetObserver(EngineObserver* observer) {
+    observer_ = observer;
+    absl::MutexLock lock(&mu_);
+    outputs_->set_observer(observer);
+  }
 
  private:
-  struct Live;  // per-request engine-side state (detokenizer, stop checker, timing)
   Engine() = default;
   // The engine thread: Step() until stopped.
   void Loop();
@@ -123,16 +117,9 @@ class Engine {
   // blocks, or new work).
   void WaitForCapacity() ABSL_LOCKS_EXCLUDED(mu_);
   void DrainInbox() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Emit(Live& live, const RequestUpdate& update, double now);
-  // Finishes live request `id` with `reason`; `status` says why when it failed.
-  void FinishLive(uint64_t id, FinishReason reason, const absl::Status& status)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Hands finished requests' last events to their streams; under static batching, the
-  // held responses once the whole batch is over.
+  // Hands the requests the scheduler finished to the output processor; when no request
+  // runs any more, a static batch is over and its held responses go out.
   void RetireFinished(double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Pushes the held events of live request `id`, reports it finished with its reason,
-  // forgets it.
-  void ReleaseDone(uint64_t id, double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies the oldest in-flight batch's result (or failure) from the executor.
   // `submit_error`: Submit failed, so there is no result to wait for.
   void CompleteOldest(const absl::Status& submit_error) ABSL_LOCKS_EXCLUDED(mu_);
@@ -160,7 +147,7 @@ class Engine {
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Request>> inbox_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> aborts_ ABSL_GUARDED_BY(mu_);
-  std::map<uint64_t, std::unique_ptr<Live>> live_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<OutputProcessor> outputs_ ABSL_GUARDED_BY(mu_);
   EngineSnapshot snapshot_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
