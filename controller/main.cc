@@ -18,13 +18,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "controller/api/yaml.h"
+#include "controller/build/render.h"
+#include "controller/client/kube_config.h"
+#include "controller/client/rest_client.h"
 #include "controller/flags.h"
-#include "controller/informer.h"
-#include "controller/kube_config.h"
-#include "controller/manager.h"
-#include "controller/render.h"
-#include "controller/rest_client.h"
-#include "controller/yaml.h"
+#include "controller/reconcile/informer.h"
+#include "controller/reconcile/manager.h"
 #include "engine/common/log.h"
 
 namespace orca::controller {

@@ -1,9 +1,9 @@
-#include "controller/builders.h"
+#include "controller/build/builders.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "controller/layout.h"
+#include "controller/build/layout.h"
 #include "tests/controller/cr_builder.h"
 
 namespace orca::controller {

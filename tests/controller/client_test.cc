@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "absl/strings/escaping.h"
-#include "controller/informer.h"
-#include "controller/kube_config.h"
-#include "controller/kube_errors.h"
-#include "controller/rest_client.h"
+#include "controller/client/kube_config.h"
+#include "controller/client/kube_errors.h"
+#include "controller/client/rest_client.h"
+#include "controller/reconcile/informer.h"
 #include "tests/controller/fake_api_server.h"
 
 namespace orca::controller {

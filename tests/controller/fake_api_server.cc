@@ -11,8 +11,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "controller/kube_errors.h"
-#include "controller/yaml.h"
+#include "controller/api/yaml.h"
+#include "controller/client/kube_errors.h"
 
 namespace orca::controller::testing {
 namespace {

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "controller/render.h"
-#include "controller/yaml.h"
+#include "controller/api/yaml.h"
+#include "controller/build/render.h"
 
 namespace orca::controller {
 namespace {

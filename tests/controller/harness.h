@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "controller/manager.h"
-#include "controller/rest_client.h"
+#include "controller/client/rest_client.h"
+#include "controller/reconcile/manager.h"
 #include "tests/controller/fake_api_server.h"
 
 namespace orca::controller::testing {

@@ -10,9 +10,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "controller/kube_errors.h"
-#include "controller/layout.h"
-#include "controller/spec.h"
+#include "controller/api/spec.h"
+#include "controller/build/layout.h"
+#include "controller/client/kube_errors.h"
 #include "tests/controller/cr_builder.h"
 #include "tests/controller/harness.h"
 

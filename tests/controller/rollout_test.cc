@@ -1,4 +1,4 @@
-#include "controller/rollout.h"
+#include "controller/build/rollout.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "controller/render.h"
-#include "controller/yaml.h"
+#include "controller/api/yaml.h"
+#include "controller/build/render.h"
 
 namespace orca::controller {
 namespace {

@@ -1,9 +1,9 @@
-#include "controller/status.h"
+#include "controller/status/status.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "controller/observe.h"
+#include "controller/status/observe.h"
 #include "tests/controller/cr_builder.h"
 
 namespace orca::controller {

@@ -1,4 +1,4 @@
-#include "controller/work_queue.h"
+#include "controller/reconcile/work_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "controller/yaml.h"
+#include "controller/api/yaml.h"
 
 #include <gtest/gtest.h>
 

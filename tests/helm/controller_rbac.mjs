@@ -4,19 +4,19 @@
 //   node tests/helm/controller_rbac.mjs   prints the derived (group, resource, verb) table
 //
 // The controller reaches the API server only through the KubeClient interface
-// (controller/kube_client.h). The extraction, documented in docs/install.md#rbac:
+// (controller/client/kube_client.h). The extraction, documented in docs/install.md#rbac:
 //  1. Every KubeClient method maps to RBAC verbs (METHOD_VERBS below); a method of the
 //     interface missing from the table is an error, so new methods cannot slip by.
-//  2. controller/resources.cc defines the resource types (`const ResourceType kX{api
+//  2. controller/client/resources.cc defines the resource types (`const ResourceType kX{api
 //     version, kind, plural, namespaced}`).
-//  3. Every call `<...client...>->Method(TYPE, ...)` in controller/*.{cc,h} (the REST
+//  3. Every call `<...client...>->Method(TYPE, ...)` in controller/**/*.{cc,h} (the REST
 //     client's own implementation aside) is resolved to resource types:
 //       resources::kX                      that type;
 //       type_ (the Informer member)        every type an Informer is constructed with
 //                                          (`make_unique<Informer>(client_, TYPE, ...)`,
 //                                          with `for (... type : {&resources::kX, ...})`);
 //       *type from resources::ForObject()  every kind the pure builders emit
-//                                          (`{"kind", "X"}` in controller/build_*.cc);
+//                                          (`{"kind", "X"}` in controller/build/build_*.cc);
 //       a lambda parameter `type`          every `NAME(resources::kX` call of the lambda
 //                                          `auto NAME = [..](const ResourceType& type ..`.
 //     Anything else is an error naming the call site.
@@ -39,24 +39,37 @@ export const METHOD_VERBS = {
   Delete: [["delete", ""]],
 };
 
+// Files are named by their path under controller/ ("client/resources.cc").
 const read = (root, f) => fs.readFileSync(path.join(root, "controller", f), "utf8");
+
+// Returns the paths of every file under controller/, relative to it, with "/" separators.
+function sources(root, sub = "") {
+  const out = [];
+  for (const e of fs.readdirSync(path.join(root, "controller", sub), { withFileTypes: true })) {
+    const rel = sub ? `${sub}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(...sources(root, rel));
+    else if (e.isFile()) out.push(rel);
+  }
+  return out.sort();
+}
+const base = (f) => path.posix.basename(f);
 
 // Returns {name -> {group, version, kind, plural, namespaced}} from resources.cc.
 export function resourceTypes(root) {
-  const text = read(root, "resources.cc");
+  const text = read(root, "client/resources.cc");
   const types = {};
   const re = /const\s+ResourceType\s+(k\w+)\s*\{\s*"([^"]+)"\s*,\s*"(\w+)"\s*,\s*"(\w+)"\s*,\s*(true|false)\s*\}/g;
   for (const m of text.matchAll(re)) {
     const [group, version] = m[2].includes("/") ? m[2].split("/") : ["", m[2]];
     types[m[1]] = { group, version, kind: m[3], plural: m[4], namespaced: m[5] === "true" };
   }
-  if (Object.keys(types).length === 0) throw new Error("no ResourceType definitions found in controller/resources.cc");
+  if (Object.keys(types).length === 0) throw new Error("no ResourceType definitions found in controller/client/resources.cc");
   return types;
 }
 
 // Returns the names of KubeClient's virtual methods.
 export function clientMethods(root) {
-  const text = read(root, "kube_client.h");
+  const text = read(root, "client/kube_client.h");
   const body = text.slice(text.indexOf("class KubeClient"));
   return [...body.matchAll(/virtual\s+[\w:<>,\s]+?\b(\w+)\s*\(/g)].map((m) => m[1]).filter((n) => n !== "~KubeClient");
 }
@@ -67,12 +80,12 @@ function lineOf(text, index) {
 
 // Returns the call sites [{file, line, method, arg}] of KubeClient methods.
 export function callSites(root) {
-  const files = fs.readdirSync(path.join(root, "controller"))
-    .filter((f) => /\.(cc|h)$/.test(f) && !f.startsWith("rest_client.") && f !== "kube_client.h");
+  const files = sources(root)
+    .filter((f) => /\.(cc|h)$/.test(f) && !base(f).startsWith("rest_client.") && base(f) !== "kube_client.h");
   const methods = Object.keys(METHOD_VERBS).join("|");
   const re = new RegExp(`\\b(\\w*client\\w*)->(${methods})\\(\\s*([^,)]+)`, "g");
   const sites = [];
-  for (const file of files.sort()) {
+  for (const file of files) {
     const text = read(root, file);
     for (const m of text.matchAll(re)) {
       sites.push({ file, line: lineOf(text, m.index), index: m.index, method: m[2], arg: m[3].trim(), text });
@@ -83,7 +96,7 @@ export function callSites(root) {
 
 function builderKinds(root) {
   const kinds = new Set();
-  for (const f of fs.readdirSync(path.join(root, "controller")).filter((f) => /^build_\w+\.cc$/.test(f))) {
+  for (const f of sources(root).filter((f) => /^build_\w+\.cc$/.test(base(f)))) {
     for (const m of read(root, f).matchAll(/\{\s*"kind"\s*,\s*"(\w+)"\s*\}/g)) kinds.add(m[1]);
   }
   return kinds;
@@ -91,7 +104,7 @@ function builderKinds(root) {
 
 function informerTypes(root) {
   const out = new Set();
-  for (const f of fs.readdirSync(path.join(root, "controller")).filter((f) => f.endsWith(".cc"))) {
+  for (const f of sources(root).filter((f) => f.endsWith(".cc"))) {
     const text = read(root, f);
     for (const m of text.matchAll(/make_unique<Informer>\(\s*\w+\s*,\s*([^,]+),/g)) {
       const arg = m[1].trim();
@@ -115,7 +128,7 @@ function informerTypes(root) {
 function resolve(site, types, root) {
   const direct = site.arg.match(/^resources::(k\w+)$/);
   if (direct) return [direct[1]];
-  if (site.arg === "type_" && site.file === "informer.cc") return [...informerTypes(root)];
+  if (site.arg === "type_" && base(site.file) === "informer.cc") return [...informerTypes(root)];
   const before = site.text.slice(0, site.index);
   const deref = site.arg.match(/^\*(\w+)$/);
   if (deref && new RegExp(`ResourceType\\s*\\*\\s*${deref[1]}\\s*=\\s*resources::ForObject\\(`).test(before)) {
@@ -158,7 +171,7 @@ export function deriveControllerRules(root) {
       }
     }
   }
-  for (const f of fs.readdirSync(path.join(root, "controller")).filter((f) => /^build_\w+\.cc$/.test(f))) {
+  for (const f of sources(root).filter((f) => /^build_\w+\.cc$/.test(base(f)))) {
     const text = read(root, f);
     const m = text.match(/"blockOwnerDeletion"\s*,\s*true/);
     if (m) {

@@ -114,8 +114,8 @@ test("aggregated user roles are bound to nobody by the chart", () => {
 // The extraction itself: it must see new calls and refuse what it cannot resolve.
 function fakeController(files) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "orca-rbac-"));
-  fs.mkdirSync(path.join(root, "controller"));
-  for (const f of ["kube_client.h", "resources.cc", "build_services.cc", "build_workloads.cc"]) {
+  for (const f of ["client/kube_client.h", "client/resources.cc", "build/build_services.cc", "build/build_workloads.cc"]) {
+    fs.mkdirSync(path.dirname(path.join(root, "controller", f)), { recursive: true });
     fs.copyFileSync(path.join(ROOT, "controller", f), path.join(root, "controller", f));
   }
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(root, "controller", name), text);
@@ -134,7 +134,7 @@ test("an unresolvable resource type is an error, not a silent pass", () => {
 
 test("a KubeClient method without a verb mapping is an error", () => {
   const root = fakeController({});
-  const h = path.join(root, "controller/kube_client.h");
+  const h = path.join(root, "controller/client/kube_client.h");
   fs.writeFileSync(h, fs.readFileSync(h, "utf8").replace("class KubeClient {\n public:",
     "class KubeClient {\n public:\n  virtual absl::Status Evict(const ResourceType& type) = 0;"));
   assert.throws(() => deriveControllerRules(root), /KubeClient::Evict has no RBAC verb mapping/);

@@ -20,9 +20,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "controller/builders.h"
-#include "controller/spec.h"
-#include "controller/yaml.h"
+#include "controller/api/spec.h"
+#include "controller/api/yaml.h"
+#include "controller/build/builders.h"
 #include "engine/config/config_loader.h"
 #include "tests/controller/cr_builder.h"
 #include "tests/testutil/testutil.h"
