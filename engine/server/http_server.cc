@@ -146,6 +146,11 @@ absl::Status HttpServer::Start() {
     ORCA_LOG(WARNING) << "could not raise the listen backlog: " << std::strerror(errno);
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // httplib's stop() is a no-op until the listener runs: wait for it, so that Stop()
+  // right after Start() cannot hang on a listener that goes on accepting.
+  for (int i = 0; i < 5000 && !server_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   ORCA_LOG(INFO) << "HTTP API on " << options_.host << ":" << port_ << " serving '"
                  << options_.served_model_name << "'";
   return absl::OkStatus();

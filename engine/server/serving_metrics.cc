@@ -92,7 +92,7 @@ void ServingMetrics::OnIteration(double duration_s, double scheduler_overhead_s,
   overhead_->Observe(scheduler_overhead_s);
   batch_size_->Observe(batch_size);
   iteration_tokens_->Observe(num_tokens);
-  inflight_->Set(inflight - 1);
+  inflight_->Set(inflight);  // the batches in the pipeline when this one completed
 }
 
 void ServingMetrics::OnFirstToken(double ttft_s, double queue_s) {

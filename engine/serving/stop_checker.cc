@@ -11,6 +11,20 @@ size_t CharBoundary(const std::string& s, size_t pos) {
   return pos;
 }
 
+// Returns how many bytes at the end of `s` are an incomplete UTF-8 character (a lead byte
+// still waiting for its continuation bytes), 0 when it ends on a character boundary.
+size_t IncompleteTail(const std::string& s) {
+  size_t cont = 0;
+  while (cont < 3 && cont < s.size() &&
+         (static_cast<unsigned char>(s[s.size() - 1 - cont]) & 0xC0) == 0x80) {
+    ++cont;
+  }
+  if (cont == s.size()) return 0;
+  const unsigned char lead = static_cast<unsigned char>(s[s.size() - 1 - cont]);
+  const size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+  return need > cont ? cont + 1 : 0;
+}
+
 }  // namespace
 
 StopChecker::StopChecker(std::vector<std::string> stops, bool include_stop_in_output)
@@ -26,8 +40,9 @@ std::string StopChecker::Append(const std::string& delta) {
   if (stopped_) return "";
   text_ += delta;
   if (stops_.empty()) {
-    std::string out = text_.substr(emitted_);
-    emitted_ = text_.size();
+    const size_t safe = std::max(emitted_, text_.size() - IncompleteTail(text_));
+    std::string out = text_.substr(emitted_, safe - emitted_);
+    emitted_ = safe;
     return out;
   }
   // A match can only start in the not-yet-emitted tail or just before it.
@@ -57,7 +72,7 @@ std::string StopChecker::Append(const std::string& delta) {
       }
     }
   }
-  size_t safe = CharBoundary(text_, text_.size() - hold);
+  size_t safe = CharBoundary(text_, text_.size() - std::max(hold, IncompleteTail(text_)));
   std::string out = safe > emitted_ ? text_.substr(emitted_, safe - emitted_) : "";
   emitted_ = std::max(emitted_, safe);
   return out;

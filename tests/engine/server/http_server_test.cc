@@ -1,0 +1,355 @@
+// HttpServer in-process on 127.0.0.1 (a free port) in front of a real Engine on
+// stories260K, talked to with cpp-httplib's client: the endpoints, greedy and streamed
+// completions against the engine itself, and the OpenAI error answers.
+#include "engine/server/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "tests/testutil/testutil.h"
+
+namespace orca {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kModel[] = "stories260K";
+constexpr char kJson[] = "application/json";
+
+std::unique_ptr<Engine> MakeEngine(const std::string& dir, int32_t max_waiting_requests = 1024) {
+  EngineOptions eo;
+  eo.model.dir = dir;
+  eo.device.threads = 1;
+  eo.kv_cache.num_blocks = 256;
+  eo.scheduler.max_waiting_requests = max_waiting_requests;
+  auto engine = Engine::Create(eo);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+HttpServerOptions BaseOptions() {
+  HttpServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.served_model_name = kModel;
+  o.num_threads = 8;
+  o.render_chat = [](const nlohmann::ordered_json& ctx) -> absl::StatusOr<std::string> {
+    std::string text;
+    for (const auto& m : ctx["messages"]) {
+      text += m["role"].get<std::string>() + ": " + m["content"].get<std::string>() + "\n";
+    }
+    return text;
+  };
+  return o;
+}
+
+std::unique_ptr<HttpServer> StartServer(Engine* engine, HttpServerOptions options) {
+  auto server = HttpServer::Create(engine, std::move(options));
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return nullptr;
+  absl::Status started = (*server)->Start();
+  EXPECT_TRUE(started.ok()) << started;
+  return started.ok() ? std::move(*server) : nullptr;
+}
+
+std::unique_ptr<httplib::Client> ClientFor(const HttpServer& server) {
+  auto c = std::make_unique<httplib::Client>("127.0.0.1", server.port());
+  c->set_read_timeout(60, 0);
+  c->set_write_timeout(10, 0);
+  return c;
+}
+
+// Checks that `body` is an OpenAI error object with `param`; returns it.
+json ExpectErrorObject(const std::string& body, const json& param) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  EXPECT_TRUE(j.is_object() && j.contains("error")) << body;
+  if (!j.is_object() || !j.contains("error")) return json::object();
+  const json& e = j["error"];
+  for (const char* key : {"message", "type", "param", "code"}) {
+    EXPECT_TRUE(e.contains(key)) << key << " missing in " << body;
+  }
+  EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << body;
+  EXPECT_EQ(e["param"], param) << body;
+  return e;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+    dir_ = dir;
+    engine_ = MakeEngine(dir);
+    ASSERT_NE(engine_, nullptr);
+    engine_->Start();
+    HttpServerOptions o = BaseOptions();
+    o.max_body_bytes = 4096;
+    o.ready = [this] { return ready_.load(); };
+    server_ = StartServer(engine_.get(), std::move(o));
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(server_->port(), 0);
+    client_ = ClientFor(*server_);
+    // Some tests never talk to this server; a request makes sure its listener thread
+    // runs before TearDown stops it (see DISABLED_StopRightAfterStartReturns).
+    auto health = client_->Get("/health");
+    ASSERT_TRUE(health) << httplib::to_string(health.error());
+  }
+  void TearDown() override {
+    client_.reset();
+    if (server_) server_->Stop();
+    if (engine_) engine_->Stop();
+  }
+
+  httplib::Result PostJson(const std::string& path, const json& body) {
+    return client_->Post(path.c_str(), body.dump(), kJson);
+  }
+
+  // The greedy continuation of `prompt` through the Engine directly.
+  std::string EngineGreedyText(const std::string& prompt, int max_tokens) {
+    GenerateParams p;
+    p.prompt_tokens = engine_->tokenizer().Encode(prompt, /*add_special_tokens=*/true);
+    p.max_tokens = max_tokens;
+    p.sampling.temperature = 0;
+    auto stream = engine_->Submit(std::move(p));
+    EXPECT_TRUE(stream.ok()) << stream.status();
+    if (!stream.ok()) return "";
+    std::string text;
+    StreamEvent ev;
+    do {
+      if (!(*stream)->Pop(&ev, absl::Seconds(60))) {
+        ADD_FAILURE() << "no event for 60 s";
+        return text;
+      }
+      text += ev.text;
+    } while (!ev.finished);
+    return text;
+  }
+
+  std::string dir_;
+  std::atomic<bool> ready_{true};
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(HttpServerTest, HealthAndReady) {
+  auto health = client_->Get("/health");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(json::parse(health->body)["status"], "ok");
+
+  auto ready = client_->Get("/ready");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+
+  ready_ = false;
+  auto not_ready = client_->Get("/ready");
+  ASSERT_TRUE(not_ready);
+  EXPECT_EQ(not_ready->status, 503);
+  // The liveness probe does not depend on the group.
+  auto still_healthy = client_->Get("/health");
+  ASSERT_TRUE(still_healthy);
+  EXPECT_EQ(still_healthy->status, 200);
+}
+
+TEST_F(HttpServerTest, CompletionsAnswer503WithRetryAfterWhileNotReady) {
+  ready_ = false;
+  auto res = PostJson("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 4}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_TRUE(res->has_header("Retry-After"));
+  EXPECT_FALSE(res->get_header_value("Retry-After").empty());
+  ExpectErrorObject(res->body, nullptr);  // the type string is not pinned here
+}
+
+TEST_F(HttpServerTest, ListsTheServedModel) {
+  auto res = client_->Get("/v1/models");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  json j = json::parse(res->body);
+  EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 1u);
+  EXPECT_EQ(j["data"][0]["id"], kModel);
+  EXPECT_EQ(j["data"][0]["object"], "model");
+  EXPECT_EQ(j["data"][0]["max_model_len"], engine_->max_model_len());
+}
+
+TEST_F(HttpServerTest, GreedyCompletionEqualsTheEngineDirectly) {
+  const std::string reference = EngineGreedyText("Once upon a time", 8);
+  ASSERT_FALSE(reference.empty());
+  auto res = PostJson(
+      "/v1/completions",
+      {{"model", kModel}, {"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}});
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  json j = json::parse(res->body);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["model"], kModel);
+  ASSERT_EQ(j["choices"].size(), 1u);
+  EXPECT_EQ(j["choices"][0]["text"], reference);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 8);
+}
+
+TEST_F(HttpServerTest, StreamsServerSentEventsEndingInDone) {
+  const std::string reference = EngineGreedyText("Once upon a time", 8);
+  auto res = PostJson(
+      "/v1/completions",
+      {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}, {"stream", true}});
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_TRUE(absl::StartsWith(res->get_header_value("Content-Type"), "text/event-stream"));
+  ASSERT_TRUE(absl::EndsWith(res->body, "\n\n")) << res->body;
+  std::vector<std::string> frames =
+      absl::StrSplit(res->body.substr(0, res->body.size() - 2), "\n\n");
+  ASSERT_GE(frames.size(), 3u) << res->body;
+  EXPECT_EQ(frames.back(), "data: [DONE]");
+  std::string text;
+  std::string finish_reason;
+  for (size_t i = 0; i + 1 < frames.size(); ++i) {
+    ASSERT_TRUE(absl::StartsWith(frames[i], "data: ")) << frames[i];
+    json chunk = json::parse(frames[i].substr(6), nullptr, false);
+    ASSERT_FALSE(chunk.is_discarded()) << frames[i];
+    EXPECT_EQ(chunk["object"], "text_completion");
+    ASSERT_EQ(chunk["choices"].size(), 1u) << frames[i];
+    text += chunk["choices"][0]["text"].get<std::string>();
+    if (chunk["choices"][0]["finish_reason"].is_string()) {
+      EXPECT_TRUE(finish_reason.empty()) << "two frames carry a finish_reason";
+      finish_reason = chunk["choices"][0]["finish_reason"];
+    }
+  }
+  EXPECT_EQ(text, reference);
+  EXPECT_EQ(finish_reason, "length");
+}
+
+TEST_F(HttpServerTest, RejectsABadFieldWith400AndItsParam) {
+  auto res = PostJson("/v1/completions", {{"prompt", "hi"}, {"temperature", 5}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  json e = ExpectErrorObject(res->body, "temperature");
+  EXPECT_EQ(e["type"], "invalid_request_error");
+
+  auto bad_json = client_->Post("/v1/completions", "{not json", kJson);
+  ASSERT_TRUE(bad_json);
+  EXPECT_EQ(bad_json->status, 400);
+  ExpectErrorObject(bad_json->body, nullptr);
+
+  auto too_long = PostJson("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 100000}});
+  ASSERT_TRUE(too_long);
+  EXPECT_EQ(too_long->status, 400);
+  EXPECT_EQ(ExpectErrorObject(too_long->body, "prompt")["type"], "invalid_request_error");
+}
+
+TEST_F(HttpServerTest, UnknownModelAndPathAre404) {
+  auto res = PostJson("/v1/completions", {{"model", "gpt-9"}, {"prompt", "hi"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  json e = ExpectErrorObject(res->body, "model");
+  EXPECT_EQ(e["code"], "model_not_found");
+  EXPECT_TRUE(absl::StrContains(e["message"].get<std::string>(), "gpt-9"));
+
+  auto path = client_->Get("/v1/nothing-here");
+  ASSERT_TRUE(path);
+  EXPECT_EQ(path->status, 404);
+  ExpectErrorObject(path->body, nullptr);
+}
+
+TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
+  const std::string big = json{{"prompt", std::string(8192, 'a')}, {"max_tokens", 1}}.dump();
+  auto res = client_->Post("/v1/completions", big, kJson);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 413);
+  ExpectErrorObject(res->body, nullptr);
+  // A body within the limit is served.
+  auto ok = PostJson("/v1/completions", {{"prompt", std::string(100, 'a')}, {"max_tokens", 1}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+TEST_F(HttpServerTest, ApiKeyIsRequiredWhenSet) {
+  HttpServerOptions o = BaseOptions();
+  o.api_key = "sekret-key";
+  auto server = StartServer(engine_.get(), std::move(o));
+  ASSERT_NE(server, nullptr);
+  auto client = ClientFor(*server);
+  const std::string body = json{{"prompt", "Once"}, {"max_tokens", 2}}.dump();
+
+  auto anonymous = client->Post("/v1/completions", body, kJson);
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  json e = ExpectErrorObject(anonymous->body, nullptr);
+  EXPECT_EQ(e["type"], "authentication_error");
+  EXPECT_EQ(e["code"], "invalid_api_key");
+
+  auto wrong = client->Post("/v1/completions", httplib::Headers{{"Authorization", "Bearer not-it"}},
+                            body, kJson);
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto models = client->Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 401);
+
+  auto keyed = client->Post("/v1/completions",
+                            httplib::Headers{{"Authorization", "Bearer sekret-key"}}, body, kJson);
+  ASSERT_TRUE(keyed);
+  EXPECT_EQ(keyed->status, 200) << keyed->body;
+  // Probes stay open without the key.
+  auto health = client->Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  server->Stop();
+}
+
+// An engine whose loop is not started keeps every request queued, so with room for one
+// waiting request, a request for n=2 completions deterministically overflows the queue.
+TEST_F(HttpServerTest, QueueOverflowIs429WithRetryAfter) {
+  std::unique_ptr<Engine> queued = MakeEngine(dir_, /*max_waiting_requests=*/1);
+  ASSERT_NE(queued, nullptr);
+  auto server = StartServer(queued.get(), BaseOptions());
+  ASSERT_NE(server, nullptr);
+  auto client = ClientFor(*server);
+  auto res = client->Post("/v1/completions",
+                          json{{"prompt", "Once"}, {"max_tokens", 2}, {"n", 2}}.dump(), kJson);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 429);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+  json e = ExpectErrorObject(res->body, nullptr);
+  EXPECT_EQ(e["type"], "rate_limit_error");
+  server->Stop();
+  queued->Stop();
+}
+
+// HttpServer::Stop() right after Start() used to hang for ever: httplib::Server::stop()
+// does nothing until the listener thread has set is_running_ (cpp-httplib issues #1371,
+// #1645), and Start() returned before that thread ran. Start() now waits for it.
+TEST_F(HttpServerTest, StopRightAfterStartReturns) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    std::unique_ptr<HttpServer> server = StartServer(engine_.get(), BaseOptions());
+    ASSERT_NE(server, nullptr);
+    auto stopped = std::make_shared<std::promise<void>>();
+    std::future<void> done = stopped->get_future();
+    // A server whose Stop() hangs is leaked with its thread.
+    std::thread([s = server.release(), stopped] {
+      s->Stop();
+      delete s;
+      stopped->set_value();
+    }).detach();
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+        << "Stop() did not return within 10 s (attempt " << attempt << ")";
+  }
+}
+
+}  // namespace
+}  // namespace orca
