@@ -4,6 +4,7 @@
 
 
 #include "absl/strings/str_cat.h"
+#include "engine/common/status_macros.h"
 #include "engine/common/log.h"
 #include "engine/server/api_error.h"
 #include "engine/server/openai_request.h"
@@ -12,43 +13,48 @@
 namespace orca {
 namespace {
 
-using json = nlohmann::json;
 
 grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(GrpcCode(s)), std::string(s.message()));
 }
 
-// The equivalent /v1/completions body, so both APIs share one validator.
-json ToCompletionBody(const v1::GenerateRequest& r) {
-  json j = json::object();
-  if (!r.model().empty()) j["model"] = r.model();
+// The typed request of a GenerateRequest (the same one an HTTP body parses to), checked
+// by the same validator.
+absl::StatusOr<OpenAiRequest> FromProto(const v1::GenerateRequest& r) {
+  OpenAiRequest o;
+  o.model = r.model();
   if (r.has_token_ids()) {
-    j["prompt"] =
-        json(std::vector<int32_t>(r.token_ids().ids().begin(), r.token_ids().ids().end()));
+    o.prompt_texts.emplace_back();
+    o.prompt_ids.emplace_back(r.token_ids().ids().begin(), r.token_ids().ids().end());
+    for (int32_t id : o.prompt_ids.back()) {
+      if (id < 0) return absl::InvalidArgumentError("token ids must be non-negative");
+    }
   } else {
-    j["prompt"] = r.text();
+    if (r.text().empty()) return absl::InvalidArgumentError("'prompt' must not be empty");
+    o.prompt_texts.push_back(r.text());
+    o.prompt_ids.emplace_back();
   }
-  if (r.max_tokens() != 0) j["max_tokens"] = r.max_tokens();
-  if (r.min_tokens() != 0) j["min_tokens"] = r.min_tokens();
-  if (r.stop_size() > 0)
-    j["stop"] = json(std::vector<std::string>(r.stop().begin(), r.stop().end()));
-  if (r.stop_token_ids_size() > 0) {
-    j["stop_token_ids"] =
-        json(std::vector<int32_t>(r.stop_token_ids().begin(), r.stop_token_ids().end()));
-  }
-  j["ignore_eos"] = r.ignore_eos();
-  j["include_stop_str_in_output"] = r.include_stop_str_in_output();
-  if (r.has_logprobs()) j["logprobs"] = r.logprobs();
+  GenerateParams& p = o.params;
+  p.max_tokens = r.max_tokens() != 0 ? r.max_tokens() : 16;
+  p.min_tokens = r.min_tokens();
+  p.stop.assign(r.stop().begin(), r.stop().end());
+  p.stop_token_ids.assign(r.stop_token_ids().begin(), r.stop_token_ids().end());
+  p.ignore_eos = r.ignore_eos();
+  p.include_stop_str_in_output = r.include_stop_str_in_output();
+  if (r.has_logprobs()) o.logprobs = r.logprobs();
   const v1::SamplingParameters& s = r.sampling();
-  if (s.has_temperature()) j["temperature"] = s.temperature();
-  if (s.top_k() != 0) j["top_k"] = s.top_k();
-  if (s.has_top_p()) j["top_p"] = s.top_p();
-  if (s.min_p() != 0) j["min_p"] = s.min_p();
-  if (s.has_repetition_penalty()) j["repetition_penalty"] = s.repetition_penalty();
-  if (s.presence_penalty() != 0) j["presence_penalty"] = s.presence_penalty();
-  if (s.frequency_penalty() != 0) j["frequency_penalty"] = s.frequency_penalty();
-  if (s.has_seed()) j["seed"] = s.seed();
-  return j;
+  SamplingParams& sp = p.sampling;
+  if (s.has_temperature()) sp.temperature = s.temperature();
+  sp.top_k = s.top_k();
+  if (s.has_top_p()) sp.top_p = s.top_p();
+  sp.min_p = s.min_p();
+  if (s.has_repetition_penalty()) sp.repetition_penalty = s.repetition_penalty();
+  sp.presence_penalty = s.presence_penalty();
+  sp.frequency_penalty = s.frequency_penalty();
+  sp.logprobs = o.logprobs;
+  if (s.has_seed()) o.seed = static_cast<uint64_t>(s.seed());
+  ORCA_RETURN_IF_ERROR(ValidateOpenAiRequest(o));
+  return o;
 }
 
 v1::FinishReason ToProto(FinishReason r) {
@@ -77,7 +83,7 @@ class GrpcServer::Service final : public v1::Inference::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "a prompt (text or token_ids) is required");
     }
-    auto parsed = ParseOpenAiRequest(ToCompletionBody(*request).dump(), /*chat=*/false);
+    auto parsed = FromProto(*request);
     if (!parsed.ok()) return ToGrpc(parsed.status());
     if (!parsed->model.empty() && parsed->model != options_.served_model_name) {
       return ToGrpc(absl::NotFoundError(absl::StrCat("The model `", parsed->model, "` does not exist.")));

@@ -143,23 +143,42 @@ class Fields {
     *out = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
     return absl::OkStatus();
   }
-  absl::Status Number(const char* name, double lo, double hi, bool lo_open, float* out) const {
+  // A number (its range is ValidateOpenAiRequest's).
+  absl::Status Number(const char* name, float* out) const {
     const json* v = Get(name);
     if (v == nullptr) return absl::OkStatus();
     if (!v->is_number()) return Invalid(name, absl::StrCat("'", name, "' must be a number"));
-    double d = v->get<double>();
-    if (!std::isfinite(d) || d < lo || d > hi || (lo_open && d == lo)) {
-      return Invalid(
-          name, absl::StrCat("'", name, "' must be ", lo_open ? "greater than " : "between ", lo,
-                             lo_open ? " and at most " : " and ", hi, ", got ", v->dump()));
-    }
-    *out = static_cast<float>(d);
+    *out = static_cast<float>(v->get<double>());
     return absl::OkStatus();
   }
 
  private:
   const json& j_;
 };
+
+// The ranges of the numeric sampling fields (OpenAI's where it has them). One table for
+// every transport: ValidateOpenAiRequest checks a typed request against it.
+struct FloatRange {
+  const char* name;
+  float SamplingParams::*field;
+  double lo, hi;
+  bool lo_open;  // (lo, hi] instead of [lo, hi]
+};
+constexpr FloatRange kFloatRanges[] = {
+    {"temperature", &SamplingParams::temperature, 0, 2, false},
+    {"top_p", &SamplingParams::top_p, 0, 1, true},
+    {"min_p", &SamplingParams::min_p, 0, 1, false},
+    {"repetition_penalty", &SamplingParams::repetition_penalty, 0, 2, true},
+    {"presence_penalty", &SamplingParams::presence_penalty, -2, 2, false},
+    {"frequency_penalty", &SamplingParams::frequency_penalty, -2, 2, false},
+};
+
+absl::Status CheckInt(const char* name, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi) {
+    return Invalid(name, absl::StrCat("'", name, "' must be between ", lo, " and ", hi, ", got ", v));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<int32_t>> TokenIds(const json& v, const std::string& param) {
   std::vector<int32_t> ids;
@@ -265,21 +284,12 @@ absl::Status ParseStop(const json& j, OpenAiRequest& r) {
   if (it->is_string()) {
     stops.push_back(it->get<std::string>());
   } else if (it->is_array()) {
-    if (static_cast<int32_t>(it->size()) > kMaxStops) {
-      return Invalid("stop", absl::StrCat("'stop' may hold at most ", kMaxStops, " strings"));
-    }
     for (const json& s : *it) {
       if (!s.is_string()) return Invalid("stop", "'stop' must be a string or an array of strings");
       stops.push_back(s.get<std::string>());
     }
   } else {
     return Invalid("stop", "'stop' must be a string or an array of strings");
-  }
-  for (const auto& s : stops) {
-    if (s.empty()) return Invalid("stop", "stop strings must not be empty");
-    if (s.size() > kMaxStopLength)
-      return Invalid("stop",
-                     absl::StrCat("stop strings are limited to ", kMaxStopLength, " bytes"));
   }
   r.params.stop = std::move(stops);
   return absl::OkStatus();
@@ -288,15 +298,12 @@ absl::Status ParseStop(const json& j, OpenAiRequest& r) {
 absl::Status ParseSampling(const json& j, OpenAiRequest& r) {
   Fields f(j);
   SamplingParams& sp = r.params.sampling;
-  ORCA_RETURN_IF_ERROR(f.Number("temperature", 0, 2, false, &sp.temperature));
-  ORCA_RETURN_IF_ERROR(f.Number("top_p", 0, 1, true, &sp.top_p));
-  ORCA_RETURN_IF_ERROR(f.Number("min_p", 0, 1, false, &sp.min_p));
-  ORCA_RETURN_IF_ERROR(f.Number("repetition_penalty", 0, 2, true, &sp.repetition_penalty));
-  ORCA_RETURN_IF_ERROR(f.Number("presence_penalty", -2, 2, false, &sp.presence_penalty));
-  ORCA_RETURN_IF_ERROR(f.Number("frequency_penalty", -2, 2, false, &sp.frequency_penalty));
+  for (const FloatRange& range : kFloatRanges) {
+    ORCA_RETURN_IF_ERROR(f.Number(range.name, &(sp.*range.field)));
+  }
   std::optional<int64_t> v;
   ORCA_RETURN_IF_ERROR(f.Int("top_k", -1, 1 << 20, &v));
-  if (v) sp.top_k = static_cast<int32_t>(std::max<int64_t>(*v, 0));
+  if (v) sp.top_k = static_cast<int32_t>(std::max<int64_t>(*v, 0));  // -1 means off
   v.reset();
   ORCA_RETURN_IF_ERROR(f.Int("seed", INT64_MIN, INT64_MAX, &v));
   if (v) r.seed = static_cast<uint64_t>(*v);
@@ -358,11 +365,8 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
   r.max_tokens_given = v.has_value();
   r.params.max_tokens = v ? static_cast<int32_t>(*v) : (chat ? -1 : 16);
   v.reset();
-  ORCA_RETURN_IF_ERROR(f.Int("min_tokens", 0, 1 << 24, &v));
+  ORCA_RETURN_IF_ERROR(f.Int("min_tokens", INT32_MIN, INT32_MAX, &v));
   if (v) r.params.min_tokens = static_cast<int32_t>(*v);
-  if (r.max_tokens_given && r.params.min_tokens > r.params.max_tokens) {
-    return Invalid("min_tokens", "'min_tokens' must not exceed 'max_tokens'");
-  }
   v.reset();
   ORCA_RETURN_IF_ERROR(f.Int("n", 1, kMaxN, &v));
   if (v) r.n = static_cast<int32_t>(*v);
@@ -380,8 +384,9 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
   ORCA_RETURN_IF_ERROR(f.Bool("skip_special_tokens", &r.params.skip_special_tokens));
   ORCA_RETURN_IF_ERROR(f.Bool("include_stop_str_in_output", &r.params.include_stop_str_in_output));
   if (const json* ids = f.Get("stop_token_ids")) {
-    if (!ids->is_array() || ids->size() > 64)
-      return Invalid("stop_token_ids", "'stop_token_ids' must be an array of at most 64 token ids");
+    if (!ids->is_array()) {
+      return Invalid("stop_token_ids", "'stop_token_ids' must be an array of token ids");
+    }
     ORCA_ASSIGN_OR_RETURN(r.params.stop_token_ids, TokenIds(*ids, "stop_token_ids"));
   }
   ORCA_RETURN_IF_ERROR(ParseStop(j, r));
@@ -396,11 +401,50 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
   } else {
     ORCA_RETURN_IF_ERROR(f.Bool("echo", &r.echo));
     v.reset();
-    ORCA_RETURN_IF_ERROR(f.Int("logprobs", 0, kMaxLogprobs, &v));
+    ORCA_RETURN_IF_ERROR(f.Int("logprobs", INT32_MIN, INT32_MAX, &v));
     if (v) r.logprobs = static_cast<int32_t>(*v);
   }
   r.params.sampling.logprobs = r.logprobs;
+  ORCA_RETURN_IF_ERROR(ValidateOpenAiRequest(r));
   return r;
+}
+
+absl::Status ValidateOpenAiRequest(const OpenAiRequest& r) {
+  const GenerateParams& p = r.params;
+  for (const FloatRange& range : kFloatRanges) {
+    const double v = p.sampling.*range.field;
+    if (!std::isfinite(v) || v < range.lo || v > range.hi || (range.lo_open && v == range.lo)) {
+      return Invalid(range.name,
+                     absl::StrCat("'", range.name, "' must be ",
+                                  range.lo_open ? "greater than " : "between ", range.lo,
+                                  range.lo_open ? " and at most " : " and ", range.hi, ", got ", v));
+    }
+  }
+  ORCA_RETURN_IF_ERROR(CheckInt("top_k", p.sampling.top_k, 0, 1 << 20));
+  if (p.max_tokens != -1 || !r.chat) {  // chat: -1 until the prompt's length is known
+    ORCA_RETURN_IF_ERROR(CheckInt("max_tokens", p.max_tokens, 1, 1 << 24));
+  }
+  ORCA_RETURN_IF_ERROR(CheckInt("min_tokens", p.min_tokens, 0, 1 << 24));
+  if (p.max_tokens != -1 && p.min_tokens > p.max_tokens) {
+    return Invalid("min_tokens", "'min_tokens' must not exceed 'max_tokens'");
+  }
+  if (r.logprobs != -1) ORCA_RETURN_IF_ERROR(CheckInt("logprobs", r.logprobs, 0, kMaxLogprobs));
+  if (static_cast<int32_t>(p.stop.size()) > kMaxStops) {
+    return Invalid("stop", absl::StrCat("'stop' may hold at most ", kMaxStops, " strings"));
+  }
+  for (const auto& s : p.stop) {
+    if (s.empty()) return Invalid("stop", "stop strings must not be empty");
+    if (s.size() > kMaxStopLength) {
+      return Invalid("stop",
+                     absl::StrCat("stop strings are limited to ", kMaxStopLength, " bytes"));
+    }
+  }
+  if (p.stop_token_ids.size() > 64) {
+    return Invalid("stop_token_ids", "'stop_token_ids' may hold at most 64 token ids");
+  }
+  for (int32_t id : p.stop_token_ids) ORCA_RETURN_IF_ERROR(CheckInt("stop_token_ids", id, 0, INT32_MAX));
+  if (r.n < 1 || r.n > kMaxN) return CheckInt("n", r.n, 1, kMaxN);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body) {

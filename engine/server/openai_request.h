@@ -48,8 +48,14 @@ struct OpenAiRequest {
   std::optional<uint64_t> seed;
 };
 
-// Parses a request body. `chat` selects the chat schema.
+// Parses a request body. `chat` selects the chat schema. Checks JSON types and shapes
+// here, then the values with ValidateOpenAiRequest.
 absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool chat);
+
+// Checks the values of a typed request, whichever transport filled it (the HTTP body
+// parser, the gRPC adapter): sampling ranges, max/min tokens, logprobs, stop strings and
+// token ids, n. InvalidArgument naming the field (payload kParamPayload).
+absl::Status ValidateOpenAiRequest(const OpenAiRequest& r);
 
 // Parses /tokenize and /detokenize bodies.
 struct TokenizeRequest {
