@@ -7,6 +7,7 @@
 #include "engine/common/status_macros.h"
 #include "engine/common/log.h"
 #include "engine/server/api_error.h"
+#include "engine/server/generation_service.h"
 #include "engine/server/openai_request.h"
 #include "orca/v1/inference.grpc.pb.h"
 
@@ -75,7 +76,10 @@ v1::FinishReason ToProto(FinishReason r) {
 class GrpcServer::Service final : public v1::Inference::Service {
  public:
   Service(Engine* engine, GrpcServerOptions options)
-      : engine_(engine), options_(std::move(options)) {}
+      : engine_(engine),
+        options_(std::move(options)),
+        service_(engine, GenerationService::Options{options_.served_model_name, options_.ready,
+                                                    nullptr}) {}
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override {
@@ -85,25 +89,14 @@ class GrpcServer::Service final : public v1::Inference::Service {
     }
     auto parsed = FromProto(*request);
     if (!parsed.ok()) return ToGrpc(parsed.status());
-    if (!parsed->model.empty() && parsed->model != options_.served_model_name) {
-      return ToGrpc(absl::NotFoundError(absl::StrCat("The model `", parsed->model, "` does not exist.")));
-    }
-    if (options_.ready && !options_.ready()) {
-      return ToGrpc(absl::UnavailableError("the serving group is not ready; retry shortly"));
-    }
-    GenerateParams params = parsed->params;
-    params.prompt_tokens =
-        parsed->prompt_ids[0].empty()
-            ? engine_->tokenizer().Encode(parsed->prompt_texts[0], /*add_special_tokens=*/true)
-            : parsed->prompt_ids[0];
-    params.seed = parsed->seed;
-    auto stream = engine_->Submit(std::move(params));
-    if (!stream.ok()) return ToGrpc(stream.status());
+    auto started = service_.Start(*parsed);
+    if (!started.ok()) return ToGrpc(started.status());
+    const std::shared_ptr<RequestStream> stream = started->streams.front();  // n = 1
     while (true) {
       StreamEvent ev;
-      if (!(*stream)->Pop(&ev, absl::Milliseconds(100))) {
+      if (!stream->Pop(&ev, absl::Milliseconds(100))) {
         if (context->IsCancelled()) {
-          engine_->Abort((*stream)->id());
+          engine_->Abort(stream->id());
           return grpc::Status::CANCELLED;
         }
         continue;
@@ -131,7 +124,7 @@ class GrpcServer::Service final : public v1::Inference::Service {
         out.mutable_usage()->set_cached_prompt_tokens(ev.cached_prompt_tokens);
       }
       if (!writer->Write(out)) {  // the client went away
-        engine_->Abort((*stream)->id());
+        engine_->Abort(stream->id());
         return grpc::Status::CANCELLED;
       }
       if (ev.finished) return grpc::Status::OK;
@@ -141,6 +134,7 @@ class GrpcServer::Service final : public v1::Inference::Service {
  private:
   Engine* engine_;
   GrpcServerOptions options_;
+  GenerationService service_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(Engine* engine,

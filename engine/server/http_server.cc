@@ -15,6 +15,7 @@
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/server/api_error.h"
+#include "engine/server/generation_service.h"
 #include "engine/server/openai_request.h"
 #include "engine/server/openai_response.h"
 #include "engine/sched/request_limits.h"
@@ -111,6 +112,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine,
   if (!s->options_.render_chat) {
     return absl::InvalidArgumentError("HttpServerOptions.render_chat is required");
   }
+  s->service_ = std::make_unique<GenerationService>(
+      engine, GenerationService::Options{s->options_.served_model_name, s->options_.ready,
+                                         s->options_.render_chat});
   s->server_ = std::make_unique<httplib::Server>();
   const int threads = s->options_.num_threads;
   s->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -228,43 +232,14 @@ void HttpServer::Routes() {
                     "application/json");
   });
 
-  auto check_model = [model_name](const std::string& m) -> absl::Status {
-    if (!m.empty() && m != model_name) {
-      absl::Status s = absl::NotFoundError(absl::StrCat("The model `", m, "` does not exist."));
-      s.SetPayload(kParamPayload, absl::Cord("model"));
-      return s;
-    }
-    return absl::OkStatus();
-  };
-
-  // The context keeps the request's key order (ordered_json), as transformers does.
-  auto render_chat = [this](const nlohmann::ordered_json& messages, bool add_generation_prompt,
-                            const nlohmann::ordered_json& kwargs) -> absl::StatusOr<std::string> {
-    const Tokenizer& tok = engine_->tokenizer();
-    nlohmann::ordered_json ctx = kwargs.is_object() ? kwargs : nlohmann::ordered_json::object();
-    ctx["messages"] = messages;
-    ctx["add_generation_prompt"] = add_generation_prompt;
-    ctx["bos_token"] = tok.bos_id() ? tok.IdToToken(*tok.bos_id()) : "";
-    ctx["eos_token"] = tok.eos_id() ? tok.IdToToken(*tok.eos_id()) : "";
-    auto text = options_.render_chat(ctx);
-    if (!text.ok()) {
-      absl::Status s =
-          absl::InvalidArgumentError(absl::StrCat("chat template: ", text.status().message()));
-      s.SetPayload(kParamPayload, absl::Cord("messages"));
-      return s;
-    }
-    return text;
-  };
-
-  srv.Post("/tokenize", [this, check_model, render_chat](const httplib::Request& req,
-                                                         httplib::Response& res) {
+  srv.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     auto t = ParseTokenizeRequest(req.body);
     if (!t.ok()) return SendError(res, ErrorFrom(t.status()));
-    if (auto s = check_model(t->model); !s.ok()) return SendError(res, ErrorFrom(s));
+    if (auto s = service_->CheckModel(t->model); !s.ok()) return SendError(res, ErrorFrom(s));
     std::vector<int32_t> ids;
     if (!t->messages.is_null()) {
-      auto text =
-          render_chat(t->messages, t->add_generation_prompt, nlohmann::ordered_json::object());
+      auto text = service_->RenderChat(t->messages, t->add_generation_prompt,
+                                       nlohmann::ordered_json::object());
       if (!text.ok()) return SendError(res, ErrorFrom(text.status()));
       ids = engine_->tokenizer().Encode(*text, false);
     } else {
@@ -275,11 +250,11 @@ void HttpServer::Routes() {
             .dump(),
         "application/json");
   });
-  srv.Post("/detokenize", [this, check_model](const httplib::Request& req, httplib::Response& res) {
+  srv.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     std::string model;
     auto ids = ParseDetokenizeRequest(req.body, &model);
     if (!ids.ok()) return SendError(res, ErrorFrom(ids.status()));
-    if (auto s = check_model(model); !s.ok()) return SendError(res, ErrorFrom(s));
+    if (auto s = service_->CheckModel(model); !s.ok()) return SendError(res, ErrorFrom(s));
     for (int32_t t : *ids) {
       if (t >= engine_->model_config().vocab_size) {
         return SendError(
@@ -291,40 +266,24 @@ void HttpServer::Routes() {
                     "application/json");
   });
 
-  auto generate = [this, check_model, render_chat, model_name](bool chat) {
+  auto generate = [this, model_name](bool chat) {
     return [=, this](const httplib::Request& req, httplib::Response& res) {
       auto parsed = ParseOpenAiRequest(req.body, chat);
       if (!parsed.ok()) return SendError(res, ErrorFrom(parsed.status()));
-      OpenAiRequest& r = *parsed;
-      if (auto s = check_model(r.model); !s.ok()) return SendError(res, ErrorFrom(s));
-      if (r.echo && r.logprobs >= 0) {
-        return SendError(
-            res,
-            InvalidRequest("'echo' together with 'logprobs' (prompt logprobs) is not supported yet",
-                           "echo"));
-      }
-      if (options_.ready && !options_.ready()) {
-        return SendError(
-            res,
-            FromStatus(absl::UnavailableError("the serving group is not ready; retry shortly")));
-      }
-      const Tokenizer& tok = engine_->tokenizer();
-      std::vector<std::vector<int32_t>> prompts;
-      std::vector<std::string> echo_text;
-      if (chat) {
-        auto text = render_chat(r.messages, r.add_generation_prompt, r.chat_template_kwargs);
-        if (!text.ok()) return SendError(res, ErrorFrom(text.status()));
-        prompts.push_back(tok.Encode(*text, /*add_special_tokens=*/false));
-      } else {
-        for (size_t i = 0; i < r.prompt_texts.size(); ++i) {
-          if (r.prompt_ids[i].empty()) {
-            prompts.push_back(tok.Encode(r.prompt_texts[i], /*add_special_tokens=*/true));
-            echo_text.push_back(r.prompt_texts[i]);
-          } else {
-            prompts.push_back(r.prompt_ids[i]);
-            echo_text.push_back(tok.Decode(r.prompt_ids[i], false));
-          }
+      const OpenAiRequest& r = *parsed;
+      auto started = service_->Start(r);
+      if (!started.ok()) {
+        ApiError e = ErrorFrom(started.status());
+        if (auto c = GetContextLengthError(started.status())) {  // OpenAI's wording
+          const char* what = chat ? "messages" : "prompt";
+          e.code = "context_length_exceeded";
+          e.message = absl::StrCat(
+              "This model's maximum context length is ", c->max_model_len,
+              " tokens. However, you requested ", c->prompt + c->completion, " tokens (",
+              c->prompt, " in the ", what, ", ", c->completion,
+              " in the completion). Please reduce the length of the ", what, " or completion.");
         }
+        return SendError(res, e);
       }
       auto gen = std::make_shared<Generation>();
       gen->engine = engine_;
@@ -333,44 +292,19 @@ void HttpServer::Routes() {
       gen->ctx.created = UnixNow();
       gen->ctx.model = model_name;
       gen->ctx.logprobs = r.logprobs;
-      gen->ctx.tokenizer = &tok;
+      gen->ctx.tokenizer = &engine_->tokenizer();
       gen->include_usage = r.include_usage;
-      for (size_t p = 0; p < prompts.size(); ++p) {
-        for (int32_t i = 0; i < r.n; ++i) {
-          GenerateParams params = r.params;
-          params.prompt_tokens = prompts[p];
-          if (params.max_tokens < 0) {
-            params.max_tokens = engine_->max_model_len() - static_cast<int32_t>(prompts[p].size());
-            if (params.max_tokens < 1) params.max_tokens = 1;  // Submit reports the context error
-          }
-          if (r.seed) params.seed = *r.seed + static_cast<uint64_t>(p * r.n + i);
-          auto stream = engine_->Submit(std::move(params));
-          if (!stream.ok()) {
-            gen->AbortAll();
-            ApiError e = ErrorFrom(stream.status());
-            if (stream.status().code() == absl::StatusCode::kInvalidArgument) {
-              e.param = chat ? "messages" : "prompt";
-            }
-            if (auto c = GetContextLengthError(stream.status())) {  // OpenAI's wording
-              const char* what = chat ? "messages" : "prompt";
-              e.code = "context_length_exceeded";
-              e.message = absl::StrCat(
-                  "This model's maximum context length is ", c->max_model_len,
-                  " tokens. However, you requested ", c->prompt + c->completion, " tokens (",
-                  c->prompt, " in the ", what, ", ", c->completion,
-                  " in the completion). Please reduce the length of the ", what,
-                  " or completion.");
-            }
-            return SendError(res, e);
-          }
-          gen->streams.push_back(*stream);
-          ChoiceState c;
-          c.index = static_cast<int32_t>(gen->choices.size());
-          c.counts_prompt = i == 0;
-          gen->choices.push_back(c);
-          gen->started.push_back(false);
-          gen->echo_prefix.push_back(r.echo && p < echo_text.size() ? echo_text[p] : "");
-        }
+      gen->streams = std::move(started->streams);
+      for (size_t k = 0; k < gen->streams.size(); ++k) {
+        const size_t prompt = k / static_cast<size_t>(r.n);
+        ChoiceState c;
+        c.index = static_cast<int32_t>(k);
+        c.counts_prompt = k % static_cast<size_t>(r.n) == 0;
+        gen->choices.push_back(c);
+        gen->started.push_back(false);
+        gen->echo_prefix.push_back(r.echo && prompt < started->echo_text.size()
+                                       ? started->echo_text[prompt]
+                                       : "");
       }
 
       if (!r.stream) {

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/server/generation_service.h"
 #include "engine/serving/engine.h"
 
 namespace httplib {
@@ -62,6 +63,7 @@ class HttpServer {
 
   Engine* engine_ = nullptr;
   HttpServerOptions options_;
+  std::unique_ptr<GenerationService> service_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;
