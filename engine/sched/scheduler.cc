@@ -26,7 +26,7 @@ const char* FinishReasonName(FinishReason r) {
 }
 
 IterationScheduler::IterationScheduler(const SchedulerConfig& config, KvBlockPool* pool)
-    : config_(config), pool_(pool) {
+    : config_(config), pool_(pool), capacity_(config.kv_policy, config.policy) {
   if (config_.kv_policy == KvPolicy::kReserve || IsRequestLevel(config_.policy)) {
     config_.prefix_caching = false;  // prefix caching comes on top of `paged` only
   }
@@ -180,18 +180,10 @@ void IterationScheduler::Preempt(Request& victim) {
 bool IterationScheduler::EnsureBlocks(Request& r, int32_t tokens, const ScheduledBatch& batch) {
   const int32_t need = pool_->BlocksFor(tokens) - static_cast<int32_t>(r.blocks.blocks().size());
   if (need <= 0) return true;
-  if (config_.kv_policy == KvPolicy::kPaged && config_.policy == SchedulingPolicy::kIteration) {
+  if (capacity_.may_preempt()) {
     while (pool_->num_free() < need) {
-      // Victim: the most recently admitted running request not in this batch or in flight.
-      Request* victim = nullptr;
-      for (Request* c : running_) {
-        if (c == &r || c->in_flight > 0) continue;
-        bool in_batch = false;
-        for (const auto& s : batch.plan.seqs) in_batch |= s.seq_id == c->id;
-        if (in_batch) continue;
-        if (victim == nullptr || c->admit_order > victim->admit_order) victim = c;
-      }
-      if (victim == nullptr || victim->admit_order < r.admit_order) {
+      Request* victim = KvCapacity::Victim(running_, r, batch.plan);
+      if (victim == nullptr) {
         // Nothing newer to take from: r itself yields (recomputed later) unless in flight.
         if (r.in_flight == 0 && r.status == RequestStatus::kRunning) Preempt(r);
         return false;
@@ -246,37 +238,35 @@ void IterationScheduler::AddRowOfCompleted(Request& r, ScheduledBatch& batch) {
 }
 
 bool IterationScheduler::ScheduleRunning(Request& r, bool decode_pass, ScheduledBatch& batch,
-                                         int32_t& token_budget) {
+                                         BatchBudget& budget) {
   if (r.in_flight > 0 || r.finished()) return true;
   const int32_t remaining = r.num_tokens() - r.num_computed_tokens;
   if (remaining <= 0 || (remaining == 1) != decode_pass) return true;
-  if (static_cast<int32_t>(batch.plan.seqs.size()) >= config_.max_batch_size) return false;
+  if (budget.full(static_cast<int32_t>(batch.plan.seqs.size()))) return false;
   if (r.held_finish != FinishReason::kNone) {
     AddRowOfCompleted(r, batch);
     return true;
   }
-  int32_t n = remaining;
-  if (n > token_budget) {
-    if (!config_.chunked_prefill || token_budget == 0) return token_budget > 0;
-    n = token_budget;
-  }
-  if (!EnsureBlocks(r, r.num_computed_tokens + n, batch)) return true;
-  AddToBatch(r, n, batch);
-  token_budget -= n;
+  const std::optional<int32_t> n = budget.Fit(remaining);
+  // Not now: a prompt that may not be chunked waits (others may still fit); an empty
+  // budget ends the pass.
+  if (!n || *n == 0) return budget.tokens() > 0;
+  if (!EnsureBlocks(r, capacity_.TokensToHold(r, *n), batch)) return true;
+  AddToBatch(r, *n, batch);
+  budget.Spend(*n);
   return true;
 }
 
-bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, int32_t& token_budget) {
+bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, BatchBudget& budget) {
   const bool request_level = IsRequestLevel(config_.policy);
   // Request-level batching admits its whole batch at once; members beyond this
   // iteration's token budget start their prefill in the following iterations.
-  if (static_cast<int32_t>(batch.plan.seqs.size()) >= config_.max_batch_size ||
-      (token_budget == 0 && !request_level)) {
+  if (budget.full(static_cast<int32_t>(batch.plan.seqs.size())) ||
+      (budget.tokens() == 0 && !request_level)) {
     return false;
   }
   MatchPrefix(r);
   const int32_t remaining = r.num_tokens() - r.num_computed_tokens;
-  int32_t n = remaining;
   auto undo = [&] {
     r.blocks.Release(*pool_);
     r.num_computed_tokens = 0;
@@ -285,15 +275,13 @@ bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, int32_t& token
     r.prefix_hash = 0;
     return false;
   };
-  if (n > token_budget) {
-    if (!config_.chunked_prefill && !request_level) return undo();
-    n = config_.chunked_prefill ? token_budget : 0;
+  std::optional<int32_t> fit = budget.Fit(remaining);
+  if (!fit) {
+    if (!request_level) return undo();
+    fit = 0;  // a static batch's member: admitted now, prefilled in later iterations
   }
-  const bool reserve = config_.kv_policy == KvPolicy::kReserve || request_level;
-  // reserve: the whole prompt + max_tokens (including tokens already generated
-  // before a recompute) must fit now; paged: only what this iteration computes.
-  const int32_t tokens = reserve ? static_cast<int32_t>(r.prompt_tokens.size()) + r.max_tokens
-                                 : r.num_computed_tokens + n;
+  const int32_t n = *fit;
+  const int32_t tokens = capacity_.TokensToHold(r, n);
   const int32_t need = pool_->BlocksFor(tokens) - static_cast<int32_t>(r.blocks.blocks().size());
   if (need > pool_->num_free() || !r.blocks.EnsureCapacity(*pool_, tokens).ok()) return undo();
   prefix_hit_tokens_ += r.num_cached_prompt_tokens;
@@ -302,14 +290,14 @@ bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, int32_t& token
   r.admit_order = next_admit_order_++;
   running_.push_back(&r);
   if (n > 0) AddToBatch(r, n, batch);
-  token_budget -= n;
+  budget.Spend(n);
   return true;
 }
 
 ScheduledBatch IterationScheduler::Schedule() {
   ScheduledBatch batch;
   if (inflight_batches_ >= config_.max_inflight_batches) return batch;
-  int32_t budget = config_.max_batched_tokens;
+  BatchBudget budget(config_);
   const bool request_level = IsRequestLevel(config_.policy);
   // Fixed-shape static batching decodes only once the whole batch has prefilled.
   bool lockstep_wait = false;

@@ -27,6 +27,8 @@
 #include "engine/config/engine_config.h"
 #include "engine/executor/iteration.h"
 #include "engine/kv/kv_block_pool.h"
+#include "engine/sched/batch_budget.h"
+#include "engine/sched/kv_capacity.h"
 #include "engine/sched/request.h"
 
 namespace orca {
@@ -93,8 +95,8 @@ class IterationScheduler {
   std::vector<std::unique_ptr<Request>> TakeFinished();
 
  private:
-  bool ScheduleRunning(Request& r, bool decode_pass, ScheduledBatch& batch, int32_t& token_budget);
-  bool Admit(Request& r, ScheduledBatch& batch, int32_t& token_budget);
+  bool ScheduleRunning(Request& r, bool decode_pass, ScheduledBatch& batch, BatchBudget& budget);
+  bool Admit(Request& r, ScheduledBatch& batch, BatchBudget& budget);
   void AddToBatch(Request& r, int32_t n, ScheduledBatch& batch);
   bool EnsureBlocks(Request& r, int32_t tokens, const ScheduledBatch& batch);
   void Preempt(Request& victim);
@@ -111,6 +113,7 @@ class IterationScheduler {
 
   SchedulerConfig config_;
   KvBlockPool* pool_;
+  KvCapacity capacity_;
   std::map<uint64_t, std::unique_ptr<Request>> requests_;
   std::deque<Request*> waiting_;   // arrival order; preempted requests keep their place
   std::vector<Request*> running_;  // admission order
