@@ -13,9 +13,9 @@
 #include "bench/loadgen/internal/subcommands.h"
 #include "bench/loadgen/plot.h"
 #include "bench/loadgen/report.h"
-#include "engine/config/flags.h"
 #include "engine/common/file_util.h"
 #include "engine/common/status_macros.h"
+#include "engine/config/flags.h"
 #include "engine/model/random_checkpoint.h"
 
 namespace orca {

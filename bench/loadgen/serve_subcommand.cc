@@ -14,9 +14,9 @@
 #include "bench/loadgen/load_runner.h"
 #include "bench/loadgen/plot.h"
 #include "bench/loadgen/report.h"
-#include "engine/config/flags.h"
 #include "engine/common/file_util.h"
 #include "engine/common/status_macros.h"
+#include "engine/config/flags.h"
 
 namespace orca::bench {
 namespace {

@@ -152,7 +152,8 @@ EngineConfig EngineConfigFor(const InferenceDeployment& d) {
   c.parallel.gpus_per_pod = s.parallelism.gpus_per_pod;
   c.parallel.control_port = kControlPort;
   c.kv_cache.block_size = e.block_size;
-  c.scheduler.policy = ParseSchedulingPolicy(e.scheduling_policy).value_or(SchedulingPolicy::kIteration);
+  c.scheduler.policy =
+      ParseSchedulingPolicy(e.scheduling_policy).value_or(SchedulingPolicy::kIteration);
   c.scheduler.kv_policy = ParseKvPolicy(e.kv_policy).value_or(KvPolicy::kPaged);
   c.scheduler.prefix_caching = e.prefix_caching;
   c.scheduler.chunked_prefill = e.chunked_prefill;
@@ -166,24 +167,34 @@ EngineConfig EngineConfigFor(const InferenceDeployment& d) {
 }
 
 const std::vector<std::string>& EngineConfigKeys() {
-  static const auto* keys = new std::vector<std::string>{
-      "model.dir", "model.name", "model.dtype",
-      "device.type", "device.memory_fraction",
-      "kv_cache.block_size",
-      "scheduler.policy", "scheduler.kv_policy", "scheduler.prefix_caching",
-      "scheduler.chunked_prefill", "scheduler.max_batch_size", "scheduler.max_batched_tokens",
-      "parallelism.tensor", "parallelism.pipeline", "parallelism.gpus_per_pod",
-      "parallelism.control_port",
-      "server.port", "server.grpc_port", "server.api_key_file",
-      "worker.metrics_port"};
+  static const auto* keys = new std::vector<std::string>{"model.dir",
+                                                         "model.name",
+                                                         "model.dtype",
+                                                         "device.type",
+                                                         "device.memory_fraction",
+                                                         "kv_cache.block_size",
+                                                         "scheduler.policy",
+                                                         "scheduler.kv_policy",
+                                                         "scheduler.prefix_caching",
+                                                         "scheduler.chunked_prefill",
+                                                         "scheduler.max_batch_size",
+                                                         "scheduler.max_batched_tokens",
+                                                         "parallelism.tensor",
+                                                         "parallelism.pipeline",
+                                                         "parallelism.gpus_per_pod",
+                                                         "parallelism.control_port",
+                                                         "server.port",
+                                                         "server.grpc_port",
+                                                         "server.api_key_file",
+                                                         "worker.metrics_port"};
   return *keys;
 }
 
 std::string EngineConfigYaml(const InferenceDeployment& d) {
   // The keys all exist (the seam test checks), so the writer cannot fail here.
   return ToEngineYaml(EngineConfigFor(d), EngineConfigKeys(),
-                      absl::StrCat("# orca engine configuration of InferenceDeployment ", d.ns,
-                                   "/", d.name, ", written by orca-controller.\n"))
+                      absl::StrCat("# orca engine configuration of InferenceDeployment ", d.ns, "/",
+                                   d.name, ", written by orca-controller.\n"))
       .value_or("");
 }
 
@@ -247,9 +258,8 @@ Json BuildWorkerStatefulSet(const InferenceDeployment& d, int group, int stage,
   Json env = WorkerEnv(d, group, stage);
   AppendUserEnv(env, s.worker);
   // The pod's place in the group on the command line; everything else in engine.yaml.
-  Json args = Json::array({"orca", "worker", "--config", kEngineYaml,
-                           FlagFor("worker.scheduler"), "$(ORCA_SCHEDULER_ADDR)",
-                           FlagFor("worker.stage"), "$(ORCA_STAGE_INDEX)",
+  Json args = Json::array({"orca", "worker", "--config", kEngineYaml, FlagFor("worker.scheduler"),
+                           "$(ORCA_SCHEDULER_ADDR)", FlagFor("worker.stage"), "$(ORCA_STAGE_INDEX)",
                            FlagFor("worker.pod_index"), "$(ORCA_POD_ORDINAL)"});
   Json resources = s.worker.resources.is_null() ? Json::object() : s.worker.resources;
   if (p.device == "gpu" && !(resources.contains("limits") && resources["limits"].is_object() &&

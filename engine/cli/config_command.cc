@@ -53,9 +53,9 @@ int Check(int argc, char** argv) {
   if (auto s = Validate(config, *role); !s.ok()) {
     return fail(1, absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message())));
   }
-  auto yaml = ToEngineYaml(config, {},
-                           absl::StrCat("# effective configuration of orca ", RoleName(*role),
-                                        " from ", path, "\n"));
+  auto yaml = ToEngineYaml(
+      config, {},
+      absl::StrCat("# effective configuration of orca ", RoleName(*role), " from ", path, "\n"));
   if (!yaml.ok()) return fail(1, yaml.status());
   std::cout << *yaml;
   return 0;

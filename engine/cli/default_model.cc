@@ -21,9 +21,10 @@ absl::StatusOr<std::string> DefaultModelDir() {
   }
   const std::string source = std::string(ORCA_SOURCE_DIR) + "/models/stories260K";
   if (FileExists(JoinPath(source, "config.json"))) return source;
-  return absl::NotFoundError(absl::StrCat("no --model given, and the embedded stories260K "
-                                          "checkpoint is neither at ",
-                                          installed, " nor at ", source));
+  return absl::NotFoundError(
+      absl::StrCat("no --model given, and the embedded stories260K "
+                   "checkpoint is neither at ",
+                   installed, " nor at ", source));
 }
 
 }  // namespace orca

@@ -18,9 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cli/commands.h"
 #include "engine/common/cpu_limit.h"
-#include "engine/config/config_loader.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/config/config_loader.h"
 #include "engine/metrics/metrics.h"
 #include "engine/worker/worker.h"
 #include "httplib.h"
@@ -96,8 +96,8 @@ absl::Status RunWorker(const EngineConfig& config) {
   const int32_t cpus = config.device.threads > 0 ? config.device.threads : AvailableCpus();
   const int32_t threads_each = std::max<int32_t>(1, cpus / static_cast<int32_t>(tp_ranks.size()));
   const char* pod = std::getenv("ORCA_POD_NAME");
-  const std::string who = pod != nullptr && *pod ? std::string(pod)
-                                                 : absl::StrCat(base.host, " pid ", getpid());
+  const std::string who =
+      pod != nullptr && *pod ? std::string(pod) : absl::StrCat(base.host, " pid ", getpid());
   std::vector<std::unique_ptr<WorkerRank>> ranks;
   for (size_t i = 0; i < tp_ranks.size(); ++i) {
     WorkerOptions o = base;

@@ -16,8 +16,12 @@
 namespace orca {
 namespace {
 
-absl::string_view SectionOf(const Setting& s) { return absl::string_view(s.key).substr(0, s.key.find('.')); }
-absl::string_view NameOf(const Setting& s) { return absl::string_view(s.key).substr(s.key.find('.') + 1); }
+absl::string_view SectionOf(const Setting& s) {
+  return absl::string_view(s.key).substr(0, s.key.find('.'));
+}
+absl::string_view NameOf(const Setting& s) {
+  return absl::string_view(s.key).substr(s.key.find('.') + 1);
+}
 
 absl::Status InFile(const std::string& source, const std::string& key, const absl::Status& s) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, " ", s.message()));
@@ -100,9 +104,8 @@ absl::Status ApplyEngineYaml(absl::string_view text, const std::string& source,
   for (const auto& section : root) {
     const std::string name = section.first.Scalar();
     if (std::find(sections.begin(), sections.end(), name) == sections.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(source, ": unknown section '", name, "' (known: ",
-                       absl::StrJoin(sections, ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ": unknown section '", name, "' (known: ", absl::StrJoin(sections, ", "), ")"));
     }
     if (section.second.IsNull()) continue;
     if (!section.second.IsMap()) {
@@ -182,9 +185,9 @@ absl::Status Validate(const EngineConfig& c, Role role) {
       return absl::InvalidArgumentError("--scheduler HOST:PORT is required");
     }
     if (c.parallel.tensor % c.parallel.gpus_per_pod != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parallelism.tensor (", c.parallel.tensor, ") must be a multiple of gpus_per_pod (",
-          c.parallel.gpus_per_pod, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("parallelism.tensor (", c.parallel.tensor,
+                                                     ") must be a multiple of gpus_per_pod (",
+                                                     c.parallel.gpus_per_pod, ")"));
     }
   }
   return absl::OkStatus();
@@ -200,8 +203,7 @@ std::string SettingsHelp(Role role) {
     if (s.type == SettingType::kBool) absl::StrAppend(&out, "--no-", s.flag, " turns it off; ");
     if (s.type == SettingType::kEnum) absl::StrAppend(&out, s.Describe(), "; ");
     const std::string def = s.DefaultText(role);
-    absl::StrAppend(&out, "default: ", def.empty() ? "none" : def, "; engine.yaml: ", s.key,
-                    ")\n");
+    absl::StrAppend(&out, "default: ", def.empty() ? "none" : def, "; engine.yaml: ", s.key, ")\n");
   }
   return out;
 }

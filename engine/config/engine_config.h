@@ -51,16 +51,16 @@ struct ModelOptions {
 
 struct DeviceOptions {
   Device type = Device::kCpu;
-  int32_t index = 0;              // CUDA ordinal of the first rank of this process
-  int32_t threads = 0;            // CPU threads of this process; 0 = the CPU limit
-  double memory_fraction = 0.9;   // CUDA: share of device memory for weights + KV + work
+  int32_t index = 0;             // CUDA ordinal of the first rank of this process
+  int32_t threads = 0;           // CPU threads of this process; 0 = the CPU limit
+  double memory_fraction = 0.9;  // CUDA: share of device memory for weights + KV + work
 };
 
 // How much KV cache each rank allocates (engine/executor/kv_cache_sizing.h sizes it).
 struct KvCacheOptions {
-  int32_t block_size = 16;     // tokens per block
-  int32_t num_blocks = 0;      // 0 = from size_mib
-  int32_t size_mib = 1024;     // budget per rank
+  int32_t block_size = 16;  // tokens per block
+  int32_t num_blocks = 0;   // 0 = from size_mib
+  int32_t size_mib = 1024;  // budget per rank
 };
 
 struct SchedulerOptions {
@@ -68,8 +68,8 @@ struct SchedulerOptions {
   KvPolicy kv_policy = KvPolicy::kPaged;
   bool prefix_caching = true;  // paged + iteration only
   bool chunked_prefill = true;
-  int32_t max_batch_size = 64;       // sequences per iteration
-  int32_t max_batched_tokens = 512;  // tokens per iteration
+  int32_t max_batch_size = 64;          // sequences per iteration
+  int32_t max_batched_tokens = 512;     // tokens per iteration
   int32_t max_waiting_requests = 1024;  // beyond: 429
 };
 
@@ -77,7 +77,7 @@ struct SchedulerOptions {
 struct ParallelOptions {
   int32_t tensor = 1;
   int32_t pipeline = 1;
-  int32_t gpus_per_pod = 1;  // ranks one `orca worker` process hosts
+  int32_t gpus_per_pod = 1;     // ranks one `orca worker` process hosts
   int32_t control_port = 8002;  // the scheduler's control plane (orca serve: 0 = any)
 };
 
@@ -93,11 +93,11 @@ struct ServerOptions {
 
 // Where one `orca worker` process sits in its group; the command line's, per pod.
 struct WorkerPlacement {
-  std::string scheduler;   // HOST:PORT of the scheduler's control plane
+  std::string scheduler;  // HOST:PORT of the scheduler's control plane
   int32_t stage = 0;
-  int32_t pod_index = 0;   // hosts tp ranks pod_index * gpus_per_pod ...
-  int32_t tp_rank = -1;    // >= 0: host exactly this rank instead
-  std::string host;        // address peers reach the data plane at; "" = $ORCA_POD_IP or hostname
+  int32_t pod_index = 0;  // hosts tp ranks pod_index * gpus_per_pod ...
+  int32_t tp_rank = -1;   // >= 0: host exactly this rank instead
+  std::string host;       // address peers reach the data plane at; "" = $ORCA_POD_IP or hostname
   int32_t metrics_port = 9400;  // /health, /ready, /metrics; -1 = off
 };
 

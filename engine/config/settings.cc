@@ -77,7 +77,7 @@ template <typename S, typename T>
 Setting Int(std::string key, std::string flag, S EngineConfig::*section, T S::*field, int64_t lo,
             int64_t hi, RoleSet roles, std::string help) {
   Setting s = Row(std::move(key), std::move(flag), SettingType::kInt, std::move(help), roles,
-                    static_cast<double>(lo), static_cast<double>(hi));
+                  static_cast<double>(lo), static_cast<double>(hi));
   s.get = [=](const EngineConfig& c) { return std::to_string((c.*section).*field); };
   s.set = [=, desc = s.Describe()](EngineConfig& c, absl::string_view text) -> absl::Status {
     int64_t v = 0;
@@ -93,7 +93,8 @@ Setting Int(std::string key, std::string flag, S EngineConfig::*section, T S::*f
 template <typename S>
 Setting Double(std::string key, std::string flag, S EngineConfig::*section, double S::*field,
                double lo, double hi, RoleSet roles, std::string help) {
-  Setting s = Row(std::move(key), std::move(flag), SettingType::kDouble, std::move(help), roles, lo, hi);
+  Setting s =
+      Row(std::move(key), std::move(flag), SettingType::kDouble, std::move(help), roles, lo, hi);
   s.get = [=](const EngineConfig& c) { return DoubleText((c.*section).*field); };
   s.set = [=, desc = s.Describe()](EngineConfig& c, absl::string_view text) -> absl::Status {
     double v = 0;
@@ -110,7 +111,9 @@ template <typename S>
 Setting Bool(std::string key, std::string flag, S EngineConfig::*section, bool S::*field,
              RoleSet roles, std::string help) {
   Setting s = Row(std::move(key), std::move(flag), SettingType::kBool, std::move(help), roles);
-  s.get = [=](const EngineConfig& c) { return std::string((c.*section).*field ? "true" : "false"); };
+  s.get = [=](const EngineConfig& c) {
+    return std::string((c.*section).*field ? "true" : "false");
+  };
   s.set = [=](EngineConfig& c, absl::string_view text) -> absl::Status {
     if (text != "true" && text != "false") {
       return absl::InvalidArgumentError(absl::StrCat("must be true or false, got '", text, "'"));
@@ -122,8 +125,8 @@ Setting Bool(std::string key, std::string flag, S EngineConfig::*section, bool S
 }
 
 template <typename S>
-Setting String(std::string key, std::string flag, S EngineConfig::*section,
-               std::string S::*field, RoleSet roles, std::string help) {
+Setting String(std::string key, std::string flag, S EngineConfig::*section, std::string S::*field,
+               RoleSet roles, std::string help) {
   Setting s = Row(std::move(key), std::move(flag), SettingType::kString, std::move(help), roles);
   s.get = [=](const EngineConfig& c) { return (c.*section).*field; };
   s.set = [=](EngineConfig& c, absl::string_view text) -> absl::Status {
@@ -138,8 +141,11 @@ Setting Enum(std::string key, std::string flag, S EngineConfig::*section, E S::*
              const Spelling<E> (&table)[N], RoleSet roles, std::string help) {
   Setting s = Row(std::move(key), std::move(flag), SettingType::kEnum, std::move(help), roles);
   s.choices = CanonicalNames(table);
-  s.get = [=, &table](const EngineConfig& c) { return std::string(NameOf(table, (c.*section).*field)); };
-  s.set = [=, &table, desc = s.Describe()](EngineConfig& c, absl::string_view text) -> absl::Status {
+  s.get = [=, &table](const EngineConfig& c) {
+    return std::string(NameOf(table, (c.*section).*field));
+  };
+  s.set = [=, &table, desc = s.Describe()](EngineConfig& c,
+                                           absl::string_view text) -> absl::Status {
     std::optional<E> v = ValueOf(table, text);
     if (!v) return absl::InvalidArgumentError(absl::StrCat("must be ", desc, ", got '", text, "'"));
     (c.*section).*field = *v;
@@ -178,18 +184,19 @@ std::vector<Setting> BuildSettings() {
                   kServe | kWorker | kGenerate,
                   "CUDA ordinal of this process's first rank (a worker's ranks take the next)"));
   s.push_back(Int("device.threads", "threads", &C::device, &DeviceOptions::threads, 0, 1024,
-                  kCompute, "CPU threads of this process (0 = its CPU limit: cgroup quota and "
-                            "affinity)"));
+                  kCompute,
+                  "CPU threads of this process (0 = its CPU limit: cgroup quota and "
+                  "affinity)"));
   s.push_back(Double("device.memory_fraction", "gpu-memory-fraction", &C::device,
                      &DeviceOptions::memory_fraction, 0.05, 1, kCompute,
                      "CUDA: share of device memory for weights, KV cache and workspaces"));
   // kv_cache
-  s.push_back(Int("kv_cache.block_size", "block-size", &C::kv_cache, &KvCacheOptions::block_size,
-                  1, 1024, kServing | kGenerate, "KV cache block size in tokens"));
+  s.push_back(Int("kv_cache.block_size", "block-size", &C::kv_cache, &KvCacheOptions::block_size, 1,
+                  1024, kServing | kGenerate, "KV cache block size in tokens"));
   s.push_back(Int("kv_cache.size_mib", "kv-cache-mib", &C::kv_cache, &KvCacheOptions::size_mib, 1,
                   1 << 20, kServing | kGenerate, "KV cache size per rank in MiB"));
-  s.push_back(Int("kv_cache.num_blocks", "num-kv-blocks", &C::kv_cache,
-                  &KvCacheOptions::num_blocks, 0, 1 << 26, kServing | kGenerate,
+  s.push_back(Int("kv_cache.num_blocks", "num-kv-blocks", &C::kv_cache, &KvCacheOptions::num_blocks,
+                  0, 1 << 26, kServing | kGenerate,
                   "KV cache size per rank in blocks (overrides kv-cache-mib; 0 = off)"));
   // scheduler
   s.push_back(Enum("scheduler.policy", "policy", &C::scheduler, &SchedulerOptions::policy,
@@ -249,15 +256,15 @@ std::vector<Setting> BuildSettings() {
                      kWorker, "the scheduler's control-plane address HOST:PORT (required)"));
   s.push_back(Int("worker.stage", "stage", &C::worker, &WorkerPlacement::stage, 0, 63, kWorker,
                   "pipeline stage of this worker"));
-  s.push_back(Int("worker.pod_index", "pod-index", &C::worker, &WorkerPlacement::pod_index, 0,
-                  1023, kWorker, "this worker's index within its stage (StatefulSet ordinal)"));
+  s.push_back(Int("worker.pod_index", "pod-index", &C::worker, &WorkerPlacement::pod_index, 0, 1023,
+                  kWorker, "this worker's index within its stage (StatefulSet ordinal)"));
   s.push_back(Int("worker.tp_rank", "tp-rank", &C::worker, &WorkerPlacement::tp_rank, -1, 1023,
                   kWorker, "host exactly this tensor-parallel rank (-1 = from pod-index)"));
   s.push_back(String("worker.host", "host", &C::worker, &WorkerPlacement::host, kWorker,
                      "address peers reach this worker's data plane at (default: $ORCA_POD_IP "
                      "or the hostname)"));
-  s.push_back(Int("worker.metrics_port", "metrics-port", &C::worker,
-                  &WorkerPlacement::metrics_port, -1, kMaxPort, kWorker,
+  s.push_back(Int("worker.metrics_port", "metrics-port", &C::worker, &WorkerPlacement::metrics_port,
+                  -1, kMaxPort, kWorker,
                   "port of the worker's /health, /ready and /metrics (-1 = off)"));
   return s;
 }

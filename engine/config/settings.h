@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -43,9 +43,9 @@ struct Setting {
   std::string flag;
   SettingType type = SettingType::kInt;
   std::string help;
-  RoleSet roles = 0;  // roles that accept the flag (and list it in --help)
-  double min = 0, max = 0;              // kInt, kDouble: inclusive bounds
-  std::vector<std::string> choices;     // kEnum: canonical spellings
+  RoleSet roles = 0;                 // roles that accept the flag (and list it in --help)
+  double min = 0, max = 0;           // kInt, kDouble: inclusive bounds
+  std::vector<std::string> choices;  // kEnum: canonical spellings
   // Returns the value in `c` as text (canonical spelling; what Set accepts).
   std::function<std::string(const EngineConfig& c)> get;
   // Parses `text` into `c`. InvalidArgument naming the range or choices otherwise; the

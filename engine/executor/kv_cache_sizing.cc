@@ -9,8 +9,8 @@
 
 namespace orca {
 
-absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipeline,
-                                      int32_t tensor, const KvCacheOptions& kv) {
+absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipeline, int32_t tensor,
+                                      const KvCacheOptions& kv) {
   if (kv.block_size <= 0 || kv.block_size > 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("block size ", kv.block_size, " out of range [1, 1024]"));

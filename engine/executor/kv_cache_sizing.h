@@ -16,7 +16,7 @@ namespace orca {
 // every rank gets the same count, so one block id means the same tokens everywhere).
 // InvalidArgument for a block size out of [1, 1024] or a layout the model cannot be
 // split into; ResourceExhausted when the budget holds no block.
-absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipeline,
-                                      int32_t tensor, const KvCacheOptions& kv);
+absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipeline, int32_t tensor,
+                                      const KvCacheOptions& kv);
 
 }  // namespace orca

@@ -24,7 +24,8 @@ class WeightUploader {
  public:
   // `dtype`: kAuto keeps a tensor's checkpoint dtype where the backend stores it (F32
   // otherwise); the others convert every matrix to that dtype.
-  WeightUploader(const Checkpoint& ckpt, Backend& backend, DType dtype, bool keep, ModelWeights& out)
+  WeightUploader(const Checkpoint& ckpt, Backend& backend, DType dtype, bool keep,
+                 ModelWeights& out)
       : ckpt_(ckpt), backend_(backend), dtype_(dtype), keep_(keep), out_(out) {}
 
   // Concatenates the row slices `parts` (each of a [rows_i, cols] tensor) into one
@@ -255,9 +256,9 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const ModelConf
   if (dtype == WeightDType::kFloat16) target = DType::kF16;
   if (dtype == WeightDType::kBFloat16) target = DType::kBF16;
   if (!backend.SupportsWeightDType(target)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("dtype ", WeightDTypeName(dtype), ": this backend stores weights in float32 ",
-                     "(and the checkpoint's 16-bit dtype where it supports it); use auto or float32"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dtype ", WeightDTypeName(dtype), ": this backend stores weights in float32 ",
+        "(and the checkpoint's 16-bit dtype where it supports it); use auto or float32"));
   }
   auto w = std::make_unique<ModelWeights>();
   const auto [first, end] = shard.Layers(config.num_layers);

@@ -41,9 +41,11 @@ struct ModelWeights {
   // its matrices in `dtype` (kAuto: the checkpoint's where the backend stores it, else
   // F32); norms and biases are F32. Fails with InvalidArgument when the shard cannot
   // split the model, FailedPrecondition when the backend does not store `dtype`.
-  static absl::StatusOr<std::unique_ptr<ModelWeights>> Load(
-      const ModelConfig& config, const ModelShard& shard, const Checkpoint& checkpoint,
-      Backend& backend, WeightDType dtype = WeightDType::kAuto);
+  static absl::StatusOr<std::unique_ptr<ModelWeights>> Load(const ModelConfig& config,
+                                                            const ModelShard& shard,
+                                                            const Checkpoint& checkpoint,
+                                                            Backend& backend,
+                                                            WeightDType dtype = WeightDType::kAuto);
 };
 
 }  // namespace orca

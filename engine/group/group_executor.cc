@@ -126,10 +126,10 @@ grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream)
   const v1::WorkerHello& hello = m.hello();
   if (hello.stage() < 0 || hello.stage() >= pipeline() || hello.tp_rank() < 0 ||
       hello.tp_rank() >= tensor()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("stage ", hello.stage(), " / tp rank ", hello.tp_rank(),
-                                     " is outside this group of ", pipeline(), " stages x ",
-                                     tensor(), " ranks"));
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("stage ", hello.stage(), " / tp rank ", hello.tp_rank(),
+                     " is outside this group of ", pipeline(), " stages x ", tensor(), " ranks"));
   }
   if (ParseDevice(hello.device()) != options.device) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -343,7 +343,8 @@ void GroupExecutor::Impl::Shutdown() {
   if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 
-absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(const GroupExecutorOptions& options) {
+absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
+    const GroupExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   ORCA_ASSIGN_OR_RETURN(impl->config, LoadModelConfig(options.model_dir));

@@ -26,8 +26,8 @@
 namespace orca {
 
 struct GroupExecutorOptions {
-  std::string model_dir;  // read for the model's shape (config.json)
-  ParallelOptions parallel;  // pipeline x tensor (control_port: see `listen`)
+  std::string model_dir;             // read for the model's shape (config.json)
+  ParallelOptions parallel;          // pipeline x tensor (control_port: see `listen`)
   Device device = Device::kCpu;      // what the workers must run on
   std::string listen = "0.0.0.0:0";  // control-plane address; port 0 picks one
   KvCacheOptions kv_cache;           // per rank, sized by KvCacheBlocks

@@ -23,9 +23,9 @@ absl::Status ValidateRequest(absl::Span<const int32_t> prompt, int32_t max_token
   }
   const int64_t total = static_cast<int64_t>(prompt.size()) + max_tokens;
   if (total > limits.max_model_len) {
-    absl::Status s = absl::InvalidArgumentError(absl::StrCat(
-        "the request needs ", total, " tokens (", prompt.size(), " in the prompt, ", max_tokens,
-        " to generate); the context length is ", limits.max_model_len));
+    absl::Status s = absl::InvalidArgumentError(
+        absl::StrCat("the request needs ", total, " tokens (", prompt.size(), " in the prompt, ",
+                     max_tokens, " to generate); the context length is ", limits.max_model_len));
     s.SetPayload(kContextLengthPayload, absl::Cord(absl::StrCat(limits.max_model_len, ",",
                                                                 prompt.size(), ",", max_tokens)));
     return s;

@@ -13,9 +13,9 @@
 namespace orca {
 
 struct RequestLimits {
-  int32_t vocab_size = 0;        // 0: token ids are not checked
-  int32_t max_model_len = 0;     // prompt + max_tokens at most
-  int64_t kv_cache_tokens = 0;   // what the whole KV cache holds; 0: not checked
+  int32_t vocab_size = 0;       // 0: token ids are not checked
+  int32_t max_model_len = 0;    // prompt + max_tokens at most
+  int64_t kv_cache_tokens = 0;  // what the whole KV cache holds; 0: not checked
 };
 
 // The Status payload of a context-length error: "max_model_len,prompt,completion".

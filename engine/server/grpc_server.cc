@@ -2,10 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 
-
 #include "absl/strings/str_cat.h"
-#include "engine/common/status_macros.h"
 #include "engine/common/log.h"
+#include "engine/common/status_macros.h"
 #include "engine/server/api_error.h"
 #include "engine/server/generation_service.h"
 #include "engine/server/openai_request.h"
@@ -13,7 +12,6 @@
 
 namespace orca {
 namespace {
-
 
 grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(GrpcCode(s)), std::string(s.message()));
@@ -78,8 +76,8 @@ class GrpcServer::Service final : public v1::Inference::Service {
   Service(Engine* engine, GrpcServerOptions options)
       : engine_(engine),
         options_(std::move(options)),
-        service_(engine, GenerationService::Options{options_.served_model_name, options_.ready,
-                                                    nullptr}) {}
+        service_(engine,
+                 GenerationService::Options{options_.served_model_name, options_.ready, nullptr}) {}
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override {

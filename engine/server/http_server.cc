@@ -14,11 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/sched/request_limits.h"
 #include "engine/server/api_error.h"
 #include "engine/server/generation_service.h"
 #include "engine/server/openai_request.h"
 #include "engine/server/openai_response.h"
-#include "engine/sched/request_limits.h"
 
 namespace orca {
 namespace {
@@ -277,11 +277,11 @@ void HttpServer::Routes() {
         if (auto c = GetContextLengthError(started.status())) {  // OpenAI's wording
           const char* what = chat ? "messages" : "prompt";
           e.code = "context_length_exceeded";
-          e.message = absl::StrCat(
-              "This model's maximum context length is ", c->max_model_len,
-              " tokens. However, you requested ", c->prompt + c->completion, " tokens (",
-              c->prompt, " in the ", what, ", ", c->completion,
-              " in the completion). Please reduce the length of the ", what, " or completion.");
+          e.message = absl::StrCat("This model's maximum context length is ", c->max_model_len,
+                                   " tokens. However, you requested ", c->prompt + c->completion,
+                                   " tokens (", c->prompt, " in the ", what, ", ", c->completion,
+                                   " in the completion). Please reduce the length of the ", what,
+                                   " or completion.");
         }
         return SendError(res, e);
       }
@@ -302,9 +302,8 @@ void HttpServer::Routes() {
         c.counts_prompt = k % static_cast<size_t>(r.n) == 0;
         gen->choices.push_back(c);
         gen->started.push_back(false);
-        gen->echo_prefix.push_back(r.echo && prompt < started->echo_text.size()
-                                       ? started->echo_text[prompt]
-                                       : "");
+        gen->echo_prefix.push_back(
+            r.echo && prompt < started->echo_text.size() ? started->echo_text[prompt] : "");
       }
 
       if (!r.stream) {

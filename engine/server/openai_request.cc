@@ -175,7 +175,8 @@ constexpr FloatRange kFloatRanges[] = {
 
 absl::Status CheckInt(const char* name, int64_t v, int64_t lo, int64_t hi) {
   if (v < lo || v > hi) {
-    return Invalid(name, absl::StrCat("'", name, "' must be between ", lo, " and ", hi, ", got ", v));
+    return Invalid(name,
+                   absl::StrCat("'", name, "' must be between ", lo, " and ", hi, ", got ", v));
   }
   return absl::OkStatus();
 }
@@ -414,10 +415,10 @@ absl::Status ValidateOpenAiRequest(const OpenAiRequest& r) {
   for (const FloatRange& range : kFloatRanges) {
     const double v = p.sampling.*range.field;
     if (!std::isfinite(v) || v < range.lo || v > range.hi || (range.lo_open && v == range.lo)) {
-      return Invalid(range.name,
-                     absl::StrCat("'", range.name, "' must be ",
-                                  range.lo_open ? "greater than " : "between ", range.lo,
-                                  range.lo_open ? " and at most " : " and ", range.hi, ", got ", v));
+      return Invalid(
+          range.name,
+          absl::StrCat("'", range.name, "' must be ", range.lo_open ? "greater than " : "between ",
+                       range.lo, range.lo_open ? " and at most " : " and ", range.hi, ", got ", v));
     }
   }
   ORCA_RETURN_IF_ERROR(CheckInt("top_k", p.sampling.top_k, 0, 1 << 20));
@@ -442,7 +443,8 @@ absl::Status ValidateOpenAiRequest(const OpenAiRequest& r) {
   if (p.stop_token_ids.size() > 64) {
     return Invalid("stop_token_ids", "'stop_token_ids' may hold at most 64 token ids");
   }
-  for (int32_t id : p.stop_token_ids) ORCA_RETURN_IF_ERROR(CheckInt("stop_token_ids", id, 0, INT32_MAX));
+  for (int32_t id : p.stop_token_ids)
+    ORCA_RETURN_IF_ERROR(CheckInt("stop_token_ids", id, 0, INT32_MAX));
   if (r.n < 1 || r.n > kMaxN) return CheckInt("n", r.n, 1, kMaxN);
   return absl::OkStatus();
 }

@@ -52,8 +52,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->scheduler_ = std::make_unique<IterationScheduler>(sc, e->pool_.get());
   {
     absl::MutexLock lock(&e->mu_);
-    e->outputs_ =
-        std::make_unique<OutputProcessor>(*e->tokenizer_, IsRequestLevel(sc.policy));
+    e->outputs_ = std::make_unique<OutputProcessor>(*e->tokenizer_, IsRequestLevel(sc.policy));
   }
   ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model.dir << ", KV cache "
                  << e->executor_->num_kv_blocks() << " blocks x " << e->executor_->block_size()
@@ -83,10 +82,10 @@ void Engine::Stop() {
 
 absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {
   const ModelConfig& c = executor_->config();
-  ORCA_RETURN_IF_ERROR(ValidateRequest(
-      params.prompt_tokens, params.max_tokens,
-      RequestLimits{c.vocab_size, scheduler_config_.max_model_len,
-                    int64_t{pool_->num_blocks()} * pool_->block_size()}));
+  ORCA_RETURN_IF_ERROR(
+      ValidateRequest(params.prompt_tokens, params.max_tokens,
+                      RequestLimits{c.vocab_size, scheduler_config_.max_model_len,
+                                    int64_t{pool_->num_blocks()} * pool_->block_size()}));
   auto r = std::make_unique<Request>();
   r->prompt_tokens = std::move(params.prompt_tokens);
   r->sampling = params.sampling;

@@ -11,8 +11,8 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,7 +45,7 @@ struct EngineOptions {
 
 struct GenerateParams {
   std::vector<int32_t> prompt_tokens;
-  SamplingParams sampling;  // sampling.seed is set by Submit from `seed`
+  SamplingParams sampling;       // sampling.seed is set by Submit from `seed`
   std::optional<uint64_t> seed;  // reproducible sampling; unset: Submit draws one
   int32_t max_tokens = 16;
   int32_t min_tokens = 0;

@@ -15,8 +15,7 @@ absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
   ORCA_ASSIGN_OR_RETURN(ro.num_kv_blocks, KvCacheBlocks(config, 1, 1, options.kv_cache));
   ro.dtype = options.model.dtype;
   ORCA_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device));
-  ORCA_ASSIGN_OR_RETURN(e->runner_,
-                        ModelRunner::Create(options.model.dir, e->backend_.get(), ro));
+  ORCA_ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(options.model.dir, e->backend_.get(), ro));
   return e;
 }
 

@@ -67,10 +67,9 @@ FinishReason OutputProcessor::Apply(const RequestUpdate& u, double now) {
     ev.token_ids.push_back(t);
     if (i < u.samples.size()) ev.samples.push_back(u.samples[i]);
     ++live.completion_tokens;
-    const bool stop_token =
-        reason == FinishReason::kStop &&
-        std::find(live.stop_token_ids.begin(), live.stop_token_ids.end(), t) !=
-            live.stop_token_ids.end();
+    const bool stop_token = reason == FinishReason::kStop &&
+                            std::find(live.stop_token_ids.begin(), live.stop_token_ids.end(), t) !=
+                                live.stop_token_ids.end();
     if (!stop_token) ev.text += live.stop->Append(live.detok->Push(t));
     if (live.stop->stopped()) {
       reason = FinishReason::kStop;

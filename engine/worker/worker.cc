@@ -3,11 +3,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "engine/backend/registry.h"
 #include "engine/comm/gloo/gloo_communicator.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/group/plan_codec.h"
-#include "engine/backend/registry.h"
 #include "engine/worker/grpc_store.h"
 #include "orca/v1/control.grpc.pb.h"
 

@@ -32,9 +32,9 @@ struct WorkerOptions {
   ModelOptions model;     // dir and dtype
   int32_t stage = 0;
   int32_t tp_rank = 0;
-  DeviceOptions device;     // this rank's: threads its share, index its GPU
-  std::string host;         // address peers reach this rank's data plane at; "" = hostname
-  std::string name;         // for the scheduler's logs
+  DeviceOptions device;  // this rank's: threads its share, index its GPU
+  std::string host;      // address peers reach this rank's data plane at; "" = hostname
+  std::string name;      // for the scheduler's logs
   absl::Duration retry = absl::Seconds(1);  // between dial attempts
 };
 

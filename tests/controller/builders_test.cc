@@ -46,9 +46,9 @@ TEST(BuildersTest, WorkerStatefulSetCarriesRankLayout) {
   // Only what the command line expands or the worker reads itself (no unread env).
   std::vector<std::string> names;
   for (const Json& e : c["env"]) names.push_back(e["name"]);
-  EXPECT_THAT(names, ::testing::UnorderedElementsAre("ORCA_SCHEDULER_ADDR", "ORCA_STAGE_INDEX",
-                                                     "ORCA_POD_ORDINAL", "ORCA_POD_NAME",
-                                                     "ORCA_POD_IP"));
+  EXPECT_THAT(names,
+              ::testing::UnorderedElementsAre("ORCA_SCHEDULER_ADDR", "ORCA_STAGE_INDEX",
+                                              "ORCA_POD_ORDINAL", "ORCA_POD_NAME", "ORCA_POD_IP"));
   EXPECT_EQ(EnvOf(c, "ORCA_POD_ORDINAL")["valueFrom"]["fieldRef"]["fieldPath"],
             "metadata.labels['apps.kubernetes.io/pod-index']");
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], 4);
@@ -73,7 +73,8 @@ TEST(BuildersTest, SchedulerDeploymentProbesAndApiKey) {
   EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/ready");
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/health");
   // The key file's path is in engine.yaml; the Secret is mounted where it points.
-  EXPECT_THAT(EngineConfigYaml(d), ::testing::HasSubstr("api_key_file: \"/etc/orca/api-key/api-key\""));
+  EXPECT_THAT(EngineConfigYaml(d),
+              ::testing::HasSubstr("api_key_file: \"/etc/orca/api-key/api-key\""));
   bool mounted = false;
   for (const Json& m : c["volumeMounts"]) mounted |= m["mountPath"] == "/etc/orca/api-key";
   EXPECT_TRUE(mounted);

@@ -39,7 +39,7 @@ constexpr char kEngineYaml[] = "/etc/orca/engine.yaml";
 
 // One CRD field, how the processes must see it, and values to vary it through.
 struct Field {
-  std::string path;  // JSON pointer in the CR
+  std::string path;         // JSON pointer in the CR
   std::vector<Role> roles;  // the processes that use it
   // The CR's value (defaults applied), from the parsed spec, in the engine's spelling.
   std::function<Json(const InferenceDeploymentSpec&)> want;
@@ -62,51 +62,83 @@ std::vector<Field> Fields() {
   const std::vector<Role> kWorker = {Role::kWorker};
   const std::vector<Role> kBoth = {Role::kScheduler, Role::kWorker};
   return {
-      {"/spec/model/name", kScheduler, [](auto& s) { return Json(s.model.name); },
-       [](auto& c) { return Json(c.model.served_name); }, {{"another-name", {}}}},
-      {"/spec/model/uri", kBoth, [](auto& s) { return Json(ModelDirOf(s)); },
+      {"/spec/model/name",
+       kScheduler,
+       [](auto& s) { return Json(s.model.name); },
+       [](auto& c) { return Json(c.model.served_name); },
+       {{"another-name", {}}}},
+      {"/spec/model/uri",
+       kBoth,
+       [](auto& s) { return Json(ModelDirOf(s)); },
        [](auto& c) { return Json(c.model.dir); },
        {{"pvc://weights/org/model-7b", {}}, {"pvc://weights", {}}, {"hostpath:///data/m", {}}}},
-      {"/spec/model/dtype", kWorker, [](auto& s) { return Json(s.model.dtype); },
+      {"/spec/model/dtype",
+       kWorker,
+       [](auto& s) { return Json(s.model.dtype); },
        [](auto& c) { return Json(std::string(WeightDTypeName(c.model.dtype))); },
        {{"float32", {}}, {"float16", {}}, {"bfloat16", {}}}},
-      {"/spec/parallelism/tensor", kBoth, [](auto& s) { return Json(s.parallelism.tensor); },
-       [](auto& c) { return Json(c.parallel.tensor); }, {{2, {}}, {8, {}}}},
-      {"/spec/parallelism/pipeline", kBoth,
+      {"/spec/parallelism/tensor",
+       kBoth,
+       [](auto& s) { return Json(s.parallelism.tensor); },
+       [](auto& c) { return Json(c.parallel.tensor); },
+       {{2, {}}, {8, {}}}},
+      {"/spec/parallelism/pipeline",
+       kBoth,
        [](auto& s) { return Json(s.parallelism.pipeline); },
-       [](auto& c) { return Json(c.parallel.pipeline); }, {{2, {}}, {3, {}}}},
-      {"/spec/parallelism/gpusPerPod", kWorker,
+       [](auto& c) { return Json(c.parallel.pipeline); },
+       {{2, {}}, {3, {}}}},
+      {"/spec/parallelism/gpusPerPod",
+       kWorker,
        [](auto& s) { return Json(s.parallelism.gpus_per_pod); },
        [](auto& c) { return Json(c.parallel.gpus_per_pod); },
        {{2, {{"/spec/parallelism/tensor", 4}}}, {4, {{"/spec/parallelism/tensor", 8}}}}},
-      {"/spec/parallelism/device", kBoth,
+      {"/spec/parallelism/device",
+       kBoth,
        [](auto& s) { return Json(s.parallelism.device == "gpu" ? "cuda" : s.parallelism.device); },
-       [](auto& c) { return Json(std::string(DeviceName(c.device.type))); }, {{"cpu", {}}}},
-      {"/spec/engine/maxBatchSize", kScheduler,
+       [](auto& c) { return Json(std::string(DeviceName(c.device.type))); },
+       {{"cpu", {}}}},
+      {"/spec/engine/maxBatchSize",
+       kScheduler,
        [](auto& s) { return Json(s.engine.max_batch_size); },
-       [](auto& c) { return Json(c.scheduler.max_batch_size); }, {{1, {}}, {256, {}}}},
-      {"/spec/engine/maxBatchedTokens", kScheduler,
+       [](auto& c) { return Json(c.scheduler.max_batch_size); },
+       {{1, {}}, {256, {}}}},
+      {"/spec/engine/maxBatchedTokens",
+       kScheduler,
        [](auto& s) { return Json(s.engine.max_batched_tokens); },
-       [](auto& c) { return Json(c.scheduler.max_batched_tokens); }, {{64, {}}, {16384, {}}}},
-      {"/spec/engine/kvPolicy", kScheduler, [](auto& s) { return Json(s.engine.kv_policy); },
+       [](auto& c) { return Json(c.scheduler.max_batched_tokens); },
+       {{64, {}}, {16384, {}}}},
+      {"/spec/engine/kvPolicy",
+       kScheduler,
+       [](auto& s) { return Json(s.engine.kv_policy); },
        [](auto& c) { return Json(std::string(KvPolicyName(c.scheduler.kv_policy))); },
        {{"reserve", {}}}},
-      {"/spec/engine/blockSize", kScheduler, [](auto& s) { return Json(s.engine.block_size); },
-       [](auto& c) { return Json(c.kv_cache.block_size); }, {{8, {}}, {32, {}}, {128, {}}}},
-      {"/spec/engine/chunkedPrefill", kScheduler,
+      {"/spec/engine/blockSize",
+       kScheduler,
+       [](auto& s) { return Json(s.engine.block_size); },
+       [](auto& c) { return Json(c.kv_cache.block_size); },
+       {{8, {}}, {32, {}}, {128, {}}}},
+      {"/spec/engine/chunkedPrefill",
+       kScheduler,
        [](auto& s) { return Json(s.engine.chunked_prefill); },
-       [](auto& c) { return Json(c.scheduler.chunked_prefill); }, {{false, {}}}},
-      {"/spec/engine/prefixCaching", kScheduler,
+       [](auto& c) { return Json(c.scheduler.chunked_prefill); },
+       {{false, {}}}},
+      {"/spec/engine/prefixCaching",
+       kScheduler,
        [](auto& s) { return Json(s.engine.prefix_caching); },
-       [](auto& c) { return Json(c.scheduler.prefix_caching); }, {{true, {}}}},
-      {"/spec/engine/memoryFraction", kWorker,
+       [](auto& c) { return Json(c.scheduler.prefix_caching); },
+       {{true, {}}}},
+      {"/spec/engine/memoryFraction",
+       kWorker,
        [](auto& s) { return Json(s.engine.memory_fraction); },
-       [](auto& c) { return Json(c.device.memory_fraction); }, {{0.5, {}}, {0.05, {}}}},
-      {"/spec/engine/schedulingPolicy", kScheduler,
+       [](auto& c) { return Json(c.device.memory_fraction); },
+       {{0.5, {}}, {0.05, {}}}},
+      {"/spec/engine/schedulingPolicy",
+       kScheduler,
        [](auto& s) { return Json(s.engine.scheduling_policy); },
        [](auto& c) { return Json(std::string(SchedulingPolicyName(c.scheduler.policy))); },
        {{"request", {}}}},
-      {"/spec/apiKeySecretRef", kScheduler,
+      {"/spec/apiKeySecretRef",
+       kScheduler,
        [](auto& s) {
          return Json(s.api_key ? "/etc/orca/api-key/" + s.api_key->key : std::string());
        },
@@ -239,9 +271,8 @@ void CheckArrival(const Json& cr, const std::string& what, bool run_config_check
   }
   for (const char* role : {"scheduler", "worker"}) {
     std::string out;
-    EXPECT_EQ(testing::RunCommand(absl::StrCat(orca, " config check --role ", role, " ",
-                                               yaml_path, " 2>&1"),
-                                  &out),
+    EXPECT_EQ(testing::RunCommand(
+                  absl::StrCat(orca, " config check --role ", role, " ", yaml_path, " 2>&1"), &out),
               0)
         << out;
   }
@@ -298,7 +329,8 @@ TEST(CrdEngineSeamTest, ConfigCheckRejectsAnUnknownKeyNamingIt) {
   const char* orca = std::getenv("ORCA_BIN");
   if (orca == nullptr) GTEST_SKIP() << "ORCA_BIN not set";
   testing::TempDir tmp;
-  std::ofstream(tmp.file("engine.yaml")) << "scheduler:\n  max_batch_size: 8\n  max_batch_sise: 8\n";
+  std::ofstream(tmp.file("engine.yaml"))
+      << "scheduler:\n  max_batch_size: 8\n  max_batch_sise: 8\n";
   std::string out;
   EXPECT_NE(testing::RunCommand(
                 absl::StrCat(orca, " config check ", tmp.file("engine.yaml"), " 2>&1"), &out),

@@ -42,15 +42,15 @@ std::string ReferencePython();
 }  // namespace orca::testing
 
 // Sets `var` to the shared model directory NAME, or skips the test (fails under CI).
-#define ORCA_REQUIRE_SHARED_MODEL(var, name)                                                 \
-  std::string var;                                                                           \
-  do {                                                                                       \
-    auto orca_dir_ = ::orca::testing::SharedModelDir(name);                                  \
-    if (!orca_dir_) {                                                                        \
-      if (::orca::testing::InCi()) FAIL() << "models/" name " is missing in CI";   \
-      GTEST_SKIP() << "models/" name " not found; skipping"; \
-    }                                                                                        \
-    var = *orca_dir_;                                                                        \
+#define ORCA_REQUIRE_SHARED_MODEL(var, name)                                     \
+  std::string var;                                                               \
+  do {                                                                           \
+    auto orca_dir_ = ::orca::testing::SharedModelDir(name);                      \
+    if (!orca_dir_) {                                                            \
+      if (::orca::testing::InCi()) FAIL() << "models/" name " is missing in CI"; \
+      GTEST_SKIP() << "models/" name " not found; skipping";                     \
+    }                                                                            \
+    var = *orca_dir_;                                                            \
   } while (0)
 
 // Skips (or fails under CI) when the PyTorch reference interpreter is unavailable.

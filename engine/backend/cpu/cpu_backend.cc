@@ -14,9 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/backend.h"
-#include "engine/common/cpu_limit.h"
 #include "engine/backend/cpu/attention_kernel.h"
 #include "engine/backend/cpu/small_gemm.h"
+#include "engine/common/cpu_limit.h"
 #include "engine/common/thread_pool.h"
 
 namespace orca {

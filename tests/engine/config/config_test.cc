@@ -117,11 +117,11 @@ TEST(EngineYamlTest, FlagsOverrideTheFileWhichOverridesDefaults) {
   auto c = ParseCommandLine(Role::kServe, {"--config", tmp.file("engine.yaml"),
                                            "--max-batch-size=3", "--no-prefix-caching"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->scheduler.max_batch_size, 3);        // flag
-  EXPECT_EQ(c->scheduler.max_batched_tokens, 99);   // file
-  EXPECT_FALSE(c->scheduler.prefix_caching);        // --no- flag
+  EXPECT_EQ(c->scheduler.max_batch_size, 3);           // flag
+  EXPECT_EQ(c->scheduler.max_batched_tokens, 99);      // file
+  EXPECT_FALSE(c->scheduler.prefix_caching);           // --no- flag
   EXPECT_EQ(c->scheduler.max_waiting_requests, 1024);  // default
-  EXPECT_EQ(c->parallel.control_port, 0);           // serve's own default
+  EXPECT_EQ(c->parallel.control_port, 0);              // serve's own default
 }
 
 TEST(CommandLineTest, ErrorsNameTheFlag) {

@@ -56,7 +56,7 @@ TEST_F(OutputProcessorTest, StreamsTextAndReturnsAStopStringDecision) {
   }
   EXPECT_EQ(decided, FinishReason::kStop) << "the scheduler must be told";
   EXPECT_EQ(text, " there was a girl named ");  // the stop string is never shown
-  p.Retire(7, FinishReason::kStop, 2.0);  // completed: released, nothing more to send
+  p.Retire(7, FinishReason::kStop, 2.0);        // completed: released, nothing more to send
   EXPECT_TRUE(Drain(*stream).empty());
 }
 
