@@ -9,7 +9,6 @@
 #include "engine/common/status_macros.h"
 #include "engine/sched/request_limits.h"
 #include "engine/serving/local_executor.h"
-#include "engine/serving/stop_checker.h"
 
 namespace orca {
 namespace {
@@ -77,7 +76,8 @@ void Engine::Stop() {
   }
   if (thread_.joinable()) thread_.join();
   absl::MutexLock lock(&mu_);
-  outputs_->AbortAll(absl::UnavailableError("the server is shutting down"));
+  // (No processor when Create failed before making one.)
+  if (outputs_) outputs_->AbortAll(absl::UnavailableError("the server is shutting down"));
 }
 
 absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {

@@ -141,3 +141,28 @@ TEST(EnginePolicyTest, AbortingTheLastRunningMemberReleasesTheStaticBatch) {
 
 }  // namespace
 }  // namespace orca
+
+namespace orca {
+namespace {
+
+// A checkpoint whose tokenizer cannot be read fails Engine::Create with an error naming
+// the file; nothing crashes on the way out (the engine is destroyed half-made).
+TEST(EngineCreateTest, FailsCleanlyOnACorruptTokenizer) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  testing::TempDir tmp;
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors",
+                        "tokenizer_config.json"}) {
+    ASSERT_EQ(testing::RunCommand("cp " + dir + "/" + f + " " + tmp.path() + "/"), 0);
+  }
+  ASSERT_EQ(testing::RunCommand("echo garbage > " + tmp.file("tokenizer.json")), 0);
+  EngineOptions eo;
+  eo.model.dir = tmp.path();
+  eo.kv_cache.num_blocks = 16;
+  auto engine = Engine::Create(eo);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(std::string(engine.status().message()).find("tokenizer.json"), std::string::npos)
+      << engine.status();
+}
+
+}  // namespace
+}  // namespace orca
