@@ -1,5 +1,5 @@
 // Token sampling on the device: greedy, and top-k / top-p / min-p at a temperature,
-// choosing exactly the token the host sampler (engine/executor/sampler.h) chooses for
+// choosing exactly the token the host sampler (engine/runner/sampler.h) chooses for
 // the same logits and uniform draw whenever the host keeps at most
 // kMaxSampleCandidates candidates (greedy, or top_k in [1, kMaxSampleCandidates]).
 // Penalties, bans and logprobs stay on the host.

@@ -22,9 +22,9 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/file_util.h"
-#include "engine/executor/model_runner.h"
 #include "engine/kv/kv_block_pool.h"
 #include "engine/model/random_checkpoint.h"
+#include "engine/runner/model_runner.h"
 
 namespace orca {
 namespace {

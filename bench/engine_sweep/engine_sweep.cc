@@ -12,9 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "engine/backend/backend.h"
 #include "engine/common/status_macros.h"
-#include "engine/executor/model_runner.h"
 #include "engine/kv/kv_block_pool.h"
 #include "engine/model/model_config.h"
+#include "engine/runner/model_runner.h"
 
 namespace orca::bench {
 namespace {

@@ -30,8 +30,8 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/cuda_status.h"
 #include "engine/common/status_macros.h"
-#include "engine/executor/model_runner.h"
 #include "engine/model/random_checkpoint.h"
+#include "engine/runner/model_runner.h"
 #include "nlohmann/json.hpp"
 
 namespace orca {

@@ -8,7 +8,7 @@
 #include "engine/cli/default_model.h"
 #include "engine/common/status_macros.h"
 #include "engine/config/config_loader.h"
-#include "engine/serving/engine.h"
+#include "engine/core/engine.h"
 
 namespace orca {
 namespace {

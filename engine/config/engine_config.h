@@ -56,7 +56,7 @@ struct DeviceOptions {
   double memory_fraction = 0.9;  // CUDA: share of device memory for weights + KV + work
 };
 
-// How much KV cache each rank allocates (engine/executor/kv_cache_sizing.h sizes it).
+// How much KV cache each rank allocates (engine/runner/kv_cache_sizing.h sizes it).
 struct KvCacheOptions {
   int32_t block_size = 16;  // tokens per block
   int32_t num_blocks = 0;   // 0 = from size_mib

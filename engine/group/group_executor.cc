@@ -12,9 +12,9 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
-#include "engine/executor/kv_cache_sizing.h"
-#include "engine/executor/model_runner.h"
 #include "engine/group/plan_codec.h"
+#include "engine/runner/kv_cache_sizing.h"
+#include "engine/runner/model_runner.h"
 #include "orca/v1/control.grpc.pb.h"
 
 namespace orca {

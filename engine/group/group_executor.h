@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/config/engine_config.h"
-#include "engine/serving/executor.h"
+#include "engine/core/executor.h"
 
 namespace orca {
 

@@ -1,8 +1,8 @@
-// Conversions between the engine's iteration structs (engine/executor/iteration.h)
+// Conversions between the engine's iteration structs (engine/runner/iteration.h)
 // and their control-plane messages (proto/orca/v1/control.proto). Lossless both ways.
 #pragma once
 
-#include "engine/executor/iteration.h"
+#include "engine/runner/iteration.h"
 #include "orca/v1/control.pb.h"
 
 namespace orca {

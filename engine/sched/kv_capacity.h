@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/config/engine_config.h"
-#include "engine/executor/iteration.h"
+#include "engine/runner/iteration.h"
 #include "engine/sched/request.h"
 
 namespace orca {

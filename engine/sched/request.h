@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/executor/iteration.h"
 #include "engine/kv/kv_block_pool.h"
+#include "engine/runner/iteration.h"
 
 namespace orca {
 

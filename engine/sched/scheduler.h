@@ -25,8 +25,8 @@
 
 #include "absl/status/status.h"
 #include "engine/config/engine_config.h"
-#include "engine/executor/iteration.h"
 #include "engine/kv/kv_block_pool.h"
+#include "engine/runner/iteration.h"
 #include "engine/sched/batch_budget.h"
 #include "engine/sched/kv_capacity.h"
 #include "engine/sched/request.h"

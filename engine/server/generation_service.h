@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "engine/core/engine.h"
 #include "engine/server/openai_request.h"
-#include "engine/serving/engine.h"
 
 namespace orca {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/serving/engine.h"
+#include "engine/core/engine.h"
 
 namespace grpc {
 class Server;

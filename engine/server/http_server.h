@@ -18,8 +18,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/core/engine.h"
 #include "engine/server/generation_service.h"
-#include "engine/serving/engine.h"
 
 namespace httplib {
 class Server;

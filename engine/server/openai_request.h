@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
-#include "engine/serving/engine.h"
+#include "engine/core/engine.h"
 
 namespace orca {
 

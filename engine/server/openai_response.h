@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/executor/iteration.h"
+#include "engine/runner/iteration.h"
 #include "engine/sched/request.h"
 #include "engine/tokenizer/tokenizer.h"
 

@@ -8,8 +8,8 @@
 #include <functional>
 #include <string>
 
+#include "engine/core/engine.h"
 #include "engine/metrics/metrics.h"
-#include "engine/serving/engine.h"
 
 namespace orca {
 

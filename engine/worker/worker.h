@@ -19,7 +19,7 @@
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
 #include "engine/config/engine_config.h"
-#include "engine/executor/model_runner.h"
+#include "engine/runner/model_runner.h"
 
 namespace grpc {
 class ClientContext;

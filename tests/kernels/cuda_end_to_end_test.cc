@@ -4,7 +4,7 @@
 
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "tests/engine/executor/runner_test_util.h"
+#include "tests/engine/runner/runner_test_util.h"
 #include "tests/kernels/gpu_test_util.h"
 #include "tests/testutil/testutil.h"
 

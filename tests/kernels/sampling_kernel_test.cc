@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "engine/executor/sampler.h"
+#include "engine/runner/sampler.h"
 #include "kernels/sampling.cuh"
 #include "tests/kernels/gpu_test_util.h"
 

@@ -24,10 +24,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "engine/core/engine.h"
+#include "engine/core/local_executor.h"
 #include "engine/group/group_executor.h"
 #include "engine/group/plan_codec.h"
-#include "engine/serving/engine.h"
-#include "engine/serving/local_executor.h"
 #include "engine/worker/worker.h"
 #include "tests/testutil/testutil.h"
 

@@ -12,9 +12,9 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/file_util.h"
-#include "engine/executor/model_runner.h"
 #include "engine/model/checkpoint.h"
 #include "engine/model/random_checkpoint.h"
+#include "engine/runner/model_runner.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {

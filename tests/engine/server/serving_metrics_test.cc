@@ -18,7 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/serving/local_executor.h"
+#include "engine/core/local_executor.h"
 #include "nlohmann/json.hpp"
 #include "tests/testutil/testutil.h"
 

@@ -10,7 +10,7 @@
 #include <random>
 #include "engine/backend/backend.h"
 #include "engine/common/dtype.h"
-#include "engine/executor/sampler.h"
+#include "engine/runner/sampler.h"
 #include "kernels/activation.cuh"
 #include "kernels/add.cuh"
 #include "kernels/convert.cuh"

@@ -1,0 +1,291 @@
+#include "engine/core/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "engine/common/log.h"
+#include "engine/common/status_macros.h"
+#include "engine/core/local_executor.h"
+#include "engine/sched/request_limits.h"
+
+namespace orca {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Draws the seed of a request that did not ask for one (the only place seeds are drawn).
+uint64_t DrawSeed() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options,
+                                                       std::unique_ptr<Executor> executor) {
+  auto e = std::unique_ptr<Engine>(new Engine());
+  e->options_ = options;
+  ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model.dir));
+  if (executor == nullptr) {
+    ORCA_ASSIGN_OR_RETURN(auto local, LocalExecutor::Create(LocalExecutorOptions{
+                                          options.model, options.device, options.kv_cache}));
+    ORCA_LOG(INFO) << "engine: weights " << local->runner().weight_bytes() / (1 << 20)
+                   << " MiB, KV cache " << local->runner().kv_cache_bytes() / (1 << 20) << " MiB";
+    executor = std::move(local);
+  }
+  e->executor_ = std::move(executor);
+  const ModelConfig& c = e->executor_->config();
+  SchedulerConfig& sc = e->scheduler_config_;
+  static_cast<SchedulerOptions&>(sc) = options.scheduler;
+  sc.max_model_len = options.model.max_model_len;
+  if (sc.max_model_len <= 0 || sc.max_model_len > c.max_position_embeddings) {
+    sc.max_model_len = c.max_position_embeddings;
+  }
+  sc.max_inflight_batches = e->executor_->max_inflight();
+  e->pool_ =
+      std::make_unique<KvBlockPool>(e->executor_->num_kv_blocks(), e->executor_->block_size());
+  e->scheduler_ = std::make_unique<IterationScheduler>(sc, e->pool_.get());
+  {
+    absl::MutexLock lock(&e->mu_);
+    e->outputs_ = std::make_unique<OutputProcessor>(*e->tokenizer_, IsRequestLevel(sc.policy));
+  }
+  ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model.dir << ", KV cache "
+                 << e->executor_->num_kv_blocks() << " blocks x " << e->executor_->block_size()
+                 << " tokens, context " << sc.max_model_len << ", " << sc.max_inflight_batches
+                 << " batch(es) in flight";
+  return e;
+}
+
+Engine::~Engine() { Stop(); }
+
+void Engine::Start() {
+  absl::MutexLock lock(&mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Engine::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  absl::MutexLock lock(&mu_);
+  // (No processor when Create failed before making one.)
+  if (outputs_) outputs_->AbortAll(absl::UnavailableError("the server is shutting down"));
+}
+
+absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {
+  const ModelConfig& c = executor_->config();
+  ORCA_RETURN_IF_ERROR(
+      ValidateRequest(params.prompt_tokens, params.max_tokens,
+                      RequestLimits{c.vocab_size, scheduler_config_.max_model_len,
+                                    int64_t{pool_->num_blocks()} * pool_->block_size()}));
+  auto r = std::make_unique<Request>();
+  r->prompt_tokens = std::move(params.prompt_tokens);
+  r->sampling = params.sampling;
+  r->sampling.seed = params.seed ? *params.seed : DrawSeed();
+  r->max_tokens = params.max_tokens;
+  r->min_tokens = params.min_tokens;
+  r->arrival_time = Now();
+  if (!params.ignore_eos) {
+    r->stop_token_ids = c.eos_token_ids;
+    if (auto eos = tokenizer_->eos_id()) r->stop_token_ids.push_back(*eos);
+  }
+  r->stop_token_ids.insert(r->stop_token_ids.end(), params.stop_token_ids.begin(),
+                           params.stop_token_ids.end());
+  OutputOptions out{r->stop_token_ids,
+                    std::move(params.stop),
+                    params.include_stop_str_in_output,
+                    params.skip_special_tokens,
+                    static_cast<int32_t>(r->prompt_tokens.size()),
+                    r->arrival_time};
+
+  absl::MutexLock lock(&mu_);
+  if (stop_) return absl::UnavailableError("the engine is stopped");
+  if (snapshot_.num_waiting + static_cast<int32_t>(inbox_.size()) >=
+      options_.scheduler.max_waiting_requests) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the server is overloaded: ", options_.scheduler.max_waiting_requests,
+                     " requests are already waiting"));
+  }
+  r->id = next_id_++;
+  auto stream = outputs_->Add(r->id, std::move(out));
+  inbox_.push_back(std::move(r));
+  return stream;
+}
+
+void Engine::Abort(uint64_t request_id) {
+  absl::MutexLock lock(&mu_);
+  aborts_.push_back(request_id);
+}
+
+EngineSnapshot Engine::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  return snapshot_;
+}
+
+void Engine::DrainInbox() {
+  for (auto& r : inbox_) {
+    uint64_t id = r->id;
+    absl::Status s = scheduler_->Add(std::move(r));
+    if (!s.ok()) outputs_->Finish(id, FinishReason::kError, s, Now());
+  }
+  inbox_.clear();
+  for (uint64_t id : aborts_) {
+    scheduler_->Abort(id);
+    outputs_->Finish(id, FinishReason::kAbort, absl::OkStatus(), Now());
+  }
+  aborts_.clear();
+}
+
+void Engine::RetireFinished(double now) {
+  for (auto& r : scheduler_->TakeFinished()) outputs_->Retire(r->id, r->finish_reason, now);
+  if (scheduler_->num_running() == 0) outputs_->ReleaseHeld(now);
+}
+
+void Engine::UpdateSnapshot() {
+  snapshot_.num_running = scheduler_->num_running();
+  snapshot_.num_waiting = scheduler_->num_waiting();
+  snapshot_.kv_cache_usage = pool_->usage();
+  snapshot_.num_preemptions = scheduler_->num_preemptions();
+  snapshot_.prefix_cache_hit_tokens = scheduler_->num_prefix_cache_hit_tokens();
+  snapshot_.iterations = iterations_;
+}
+
+void Engine::FailRunning(const absl::Status& error) {
+  for (uint64_t id : scheduler_->RunningIds()) {
+    // Abort finishes a request in any state, a member of a static batch that completed
+    // and waits for its batch included: that one gets the response it completed, the
+    // others the retriable error.
+    scheduler_->Abort(id);
+    outputs_->Fail(id, error, Now());
+  }
+  pool_->DropCached();
+}
+
+void Engine::Loop() {
+  while (Step()) {
+  }
+}
+
+bool Engine::Step() {
+  if (!TakeNewWork()) return false;
+  if (inflight_.empty() && !executor_->ready()) {
+    // A serving group is (re)forming: requests wait in the queue meanwhile.
+    executor_->WaitReady(absl::Milliseconds(100));
+    return true;
+  }
+  if (ScheduleAndSubmit()) return true;  // schedule -> execute
+  if (inflight_.empty()) {
+    WaitForCapacity();
+    return true;
+  }
+  CompleteOldest(absl::OkStatus());  // update
+  return true;
+}
+
+bool Engine::TakeNewWork() {
+  absl::MutexLock lock(&mu_);
+  if (!scheduler_->has_work() && inflight_.empty()) {
+    auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return stop_ || !inbox_.empty() || !aborts_.empty();
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(100));
+  }
+  if (stop_) return false;
+  DrainInbox();
+  // A group that broke between plans took the running requests' KV cache with it
+  // (with plans outstanding, their failure reports it instead).
+  if (inflight_.empty() && executor_->TakeStateLost()) {
+    FailRunning(absl::UnavailableError("the serving group broke; the request can be retried"));
+  }
+  RetireFinished(Now());  // e.g. a static batch whose last running member was aborted
+  return true;
+}
+
+bool Engine::ScheduleAndSubmit() {
+  // Keep up to one batch per pipeline stage in flight; requests in flight are not
+  // scheduled again until their batch returns.
+  if (static_cast<int32_t>(inflight_.size()) >= executor_->max_inflight()) return false;
+  const double t0 = Now();
+  ScheduledBatch batch = scheduler_->Schedule();
+  if (batch.empty()) return false;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& s : batch.plan.seqs) {
+      const Request* r = scheduler_->Find(s.seq_id);
+      outputs_->Scheduled(s.seq_id, t0, r != nullptr ? r->num_cached_prompt_tokens : 0);
+    }
+  }
+  batch.plan.iteration = next_plan_++;
+  absl::Status submitted = executor_->Submit(batch.plan);
+  inflight_.push_back(InFlight{std::move(batch), t0, Now()});
+  if (!submitted.ok()) CompleteOldest(submitted);
+  return true;
+}
+
+void Engine::WaitForCapacity() {
+  absl::MutexLock lock(&mu_);
+  UpdateSnapshot();
+  if (scheduler_->has_work()) {
+    // Nothing fits right now (e.g. waiting for KV blocks held by in-flight work).
+    auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || !aborts_.empty(); };
+    mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(5));
+  }
+}
+
+void Engine::CompleteOldest(const absl::Status& submit_error) {
+  InFlight f = std::move(inflight_.front());
+  inflight_.pop_front();
+  absl::StatusOr<IterationResult> result =
+      submit_error.ok() ? executor_->Wait() : absl::StatusOr<IterationResult>(submit_error);
+  const double t2 = Now();
+  absl::MutexLock lock(&mu_);
+  if (!result.ok()) {
+    const bool group_broke = absl::IsUnavailable(result.status());
+    // A lost group is retriable; any other failure of a validated request is ours.
+    const absl::Status error =
+        group_broke ? result.status() : absl::InternalError(result.status().message());
+    ORCA_LOG(ERROR) << "iteration " << f.batch.plan.iteration << " failed: " << result.status();
+    std::vector<InFlight> lost;
+    lost.push_back(std::move(f));
+    if (group_broke) {  // every outstanding batch is lost with it
+      for (auto& g : inflight_) lost.push_back(std::move(g));
+      inflight_.clear();
+    }
+    for (const InFlight& g : lost) {
+      for (const auto& s : g.batch.plan.seqs) {
+        scheduler_->Finish(s.seq_id, FinishReason::kError);
+        outputs_->Finish(s.seq_id, FinishReason::kError, error, t2);
+      }
+      scheduler_->Update(g.batch, IterationResult{});
+    }
+    if (group_broke) FailRunning(error);
+    f = std::move(lost.front());
+  } else {
+    for (const RequestUpdate& u : scheduler_->Update(f.batch, *result)) {
+      // A stop string the output processor matched finishes the request there too.
+      if (outputs_->Apply(u, t2) == FinishReason::kStop) {
+        scheduler_->Finish(u.request_id, FinishReason::kStop);
+      }
+    }
+  }
+  RetireFinished(t2);
+  const double t3 = Now();
+  ++iterations_;
+  UpdateSnapshot();
+  if (observer_) {
+    observer_->OnIteration(t3 - f.scheduled, (f.submitted - f.scheduled) + (t3 - t2),
+                           static_cast<int32_t>(f.batch.plan.seqs.size()),
+                           static_cast<int32_t>(f.batch.plan.num_tokens()),
+                           static_cast<int32_t>(inflight_.size()) + 1);
+  }
+}
+
+}  // namespace orca

@@ -1,0 +1,342 @@
+#include "engine/runner/model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "engine/common/status_macros.h"
+#include "engine/model/checkpoint.h"
+#include "engine/runner/sampler.h"
+
+namespace orca {
+namespace {
+
+Activation ActivationOf(const ModelConfig& c) {
+  if (c.hidden_act == "silu") return Activation::kSilu;
+  if (c.hidden_act == "gelu") return Activation::kGeluErf;
+  return Activation::kGeluTanh;  // gelu_new, gelu_pytorch_tanh
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
+    const std::string& model_dir, Backend* backend, const ModelRunnerOptions& options) {
+  auto r = std::unique_ptr<ModelRunner>(new ModelRunner());
+  r->backend_ = backend;
+  r->shard_ = options.shard;
+  ORCA_ASSIGN_OR_RETURN(r->config_, LoadModelConfig(model_dir));
+  ORCA_RETURN_IF_ERROR(ValidateModelShard(r->config_, r->shard_));
+  ORCA_RETURN_IF_ERROR(r->SetCommunicators(options.tp_comm, options.pp_comm));
+  ORCA_ASSIGN_OR_RETURN(auto ckpt, Checkpoint::Open(model_dir));
+  ORCA_ASSIGN_OR_RETURN(r->weights_,
+                        ModelWeights::Load(r->config_, r->shard_, *ckpt, *backend, options.dtype));
+  r->num_local_layers_ = static_cast<int32_t>(r->weights_->layers.size());
+
+  const ModelConfig& c = r->config_;
+  if (options.block_size <= 0 || options.block_size > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block size ", options.block_size, " out of range [1, 1024]"));
+  }
+  r->kv_shape_.block_size = options.block_size;
+  r->kv_shape_.num_kv_heads = r->shard_.local_kv_heads(c);
+  r->kv_shape_.head_dim = c.head_dim;
+  if (options.num_kv_blocks <= 0 || options.num_kv_blocks > INT32_MAX / options.block_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the number of KV blocks (", options.num_kv_blocks, ") must be set (KvCacheBlocks)"));
+  }
+  r->kv_shape_.num_blocks = options.num_kv_blocks;
+  const int64_t slots = int64_t{r->kv_shape_.num_blocks} * options.block_size;
+  const int64_t width = int64_t{r->kv_shape_.num_kv_heads} * c.head_dim;
+  for (int32_t l = 0; l < r->num_local_layers_; ++l) {
+    for (auto* cache : {&r->k_cache_, &r->v_cache_}) {
+      ORCA_ASSIGN_OR_RETURN(auto buf,
+                            backend->Allocate(static_cast<size_t>(slots * width) * sizeof(float)));
+      cache->push_back(Tensor{buf->data(), DType::kF32, slots, width, 0});
+      r->kv_storage_.push_back(std::move(buf));
+    }
+  }
+  return r;
+}
+
+absl::Status ModelRunner::SetCommunicators(Communicator* tp_comm, Communicator* pp_comm) {
+  auto fits = [](Communicator* c, int32_t size, int32_t rank) {
+    return c != nullptr && c->world_size() == size && c->rank() == rank;
+  };
+  if (shard_.tensor > 1 && !fits(tp_comm, shard_.tensor, shard_.tp_rank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tp rank ", shard_.tp_rank, " of ", shard_.tensor,
+                     " needs a tensor-parallel communicator of that rank and size"));
+  }
+  if (shard_.pipeline > 1 && !fits(pp_comm, shard_.world_size(), shard_.rank())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", shard_.rank(), " of a group of ", shard_.world_size(),
+                     " needs a group communicator of that rank and size"));
+  }
+  tp_comm_ = tp_comm;
+  pp_comm_ = pp_comm;
+  return absl::OkStatus();
+}
+
+size_t ModelRunner::KvBytesPerBlock(const ModelConfig& c, const ModelShard& shard,
+                                    int32_t block_size) {
+  const auto [first, end] = shard.Layers(c.num_layers);
+  return size_t{2} * static_cast<size_t>(end - first) * block_size * shard.local_kv_heads(c) *
+         c.head_dim * sizeof(float);
+}
+
+size_t ModelRunner::kv_cache_bytes() const {
+  size_t total = 0;
+  for (const auto& b : kv_storage_) total += b->size();
+  return total;
+}
+
+absl::Status ModelRunner::ValidatePlan(const IterationPlan& plan) const {
+  const int32_t bs = kv_shape_.block_size;
+  for (const ScheduledSequence& s : plan.seqs) {
+    auto bad = [&](const std::string& what) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", s.seq_id, ": ", what));
+    };
+    if (s.token_ids.empty()) return bad("no tokens scheduled");
+    const int64_t end = int64_t{s.start_pos} + static_cast<int64_t>(s.token_ids.size());
+    if (s.start_pos < 0 || end > config_.max_position_embeddings) {
+      return bad(absl::StrCat("positions [", s.start_pos, ", ", end, ") exceed the context length ",
+                              config_.max_position_embeddings));
+    }
+    for (int32_t t : s.token_ids) {
+      if (t < 0 || t >= config_.vocab_size)
+        return bad(absl::StrCat("token id ", t, " outside the vocabulary"));
+    }
+    if (static_cast<int64_t>(s.block_table.size()) * bs < end) {
+      return bad(absl::StrCat("block table of ", s.block_table.size(), " blocks cannot hold ", end,
+                              " tokens"));
+    }
+    for (int32_t b : s.block_table) {
+      if (b < 0 || b >= kv_shape_.num_blocks)
+        return bad(absl::StrCat("block id ", b, " out of range"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t index_ints) {
+  const ModelConfig& c = config_;
+  const int64_t h = c.hidden_size, q = int64_t{shard_.local_heads(c)} * c.head_dim;
+  const int64_t qkv = q + 2 * int64_t{shard_.local_kv_heads(c)} * c.head_dim;
+  const int64_t inter = shard_.local_intermediate(c);
+  const int64_t up = c.family == ModelFamily::kGpt2 ? inter : 2 * inter;
+  const int64_t vocab = shard_.samples() ? c.vocab_size : 0;
+  if (num_tokens > ws_tokens_) {
+    const int64_t t = std::max<int64_t>(num_tokens, 16);
+    const int64_t per_token = 2 * h + qkv + q + up + inter + h + vocab;
+    ORCA_ASSIGN_OR_RETURN(ws_buffer_,
+                          backend_->Allocate(static_cast<size_t>(t * per_token) * sizeof(float)));
+    float* p = static_cast<float*>(ws_buffer_->data());
+    auto take = [&](int64_t cols) {
+      Tensor out{p, DType::kF32, t, cols, 0};
+      p += t * cols;
+      return out;
+    };
+    x_ = take(h);
+    h_ = take(h);
+    qkv_ = take(qkv);
+    attn_ = take(q);
+    mlp_ = take(up);
+    act_ = take(inter);
+    final_rows_ = take(h);
+    logits_ = take(vocab);
+    ws_tokens_ = t;
+  }
+  if (index_ints > ws_ints_) {
+    const int64_t n = std::max<int64_t>(index_ints * 2, 256);
+    ORCA_ASSIGN_OR_RETURN(index_buffer_,
+                          backend_->Allocate(static_cast<size_t>(n) * sizeof(int32_t)));
+    ws_ints_ = n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* positions,
+                                   const int32_t* slot_mapping, const AttentionBatch& attn) {
+  const ModelConfig& c = config_;
+  const LayerWeights& L = weights_->layers[layer];
+  Backend& b = *backend_;
+  const int32_t heads = shard_.local_heads(c), kv_heads = shard_.local_kv_heads(c);
+  const int64_t q_width = int64_t{heads} * c.head_dim;
+  const int64_t kv_width = int64_t{kv_heads} * c.head_dim;
+  // Row-parallel GEMMs leave partial sums on each tensor-parallel rank.
+  auto all_reduce = [&](Tensor t) {
+    return shard_.tensor > 1 ? tp_comm_->AllReduceSum(static_cast<float*>(t.data), n * t.cols)
+                             : absl::OkStatus();
+  };
+  Tensor x = x_.Rows(0, n), h = h_.Rows(0, n), qkv = qkv_.Rows(0, n), att = attn_.Rows(0, n);
+  const bool gpt2 = c.family == ModelFamily::kGpt2;
+
+  // Attention block.
+  if (gpt2) {
+    b.LayerNorm(x, L.attn_norm, L.attn_norm_bias, c.norm_eps, h);
+  } else {
+    b.RmsNorm(x, L.attn_norm, c.norm_eps, h);
+  }
+  b.Linear(h, L.qkv, L.qkv_bias.data ? &L.qkv_bias : nullptr, qkv);
+  Tensor q = qkv.Cols(0, q_width);
+  Tensor k = qkv.Cols(q_width, kv_width);
+  Tensor v = qkv.Cols(q_width + kv_width, kv_width);
+  if (!gpt2) {
+    b.Rope(q, positions, heads, c.head_dim, c.rope_theta);
+    b.Rope(k, positions, kv_heads, c.head_dim, c.rope_theta);
+  }
+  b.KvWrite(k, v, slot_mapping, k_cache_[layer], v_cache_[layer]);
+  b.Attention(q, k_cache_[layer], v_cache_[layer], attn, kv_shape_, heads,
+              static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim))), att);
+  b.Linear(att, L.out_proj, L.out_proj_bias.data ? &L.out_proj_bias : nullptr, h);
+  ORCA_RETURN_IF_ERROR(all_reduce(h));
+  b.Add(x, h);
+
+  // MLP block.
+  if (gpt2) {
+    b.LayerNorm(x, L.mlp_norm, L.mlp_norm_bias, c.norm_eps, h);
+    Tensor act = act_.Rows(0, n);
+    b.Linear(h, L.up, &L.up_bias, act);
+    b.ActivationInPlace(act, ActivationOf(c));
+    b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, h);
+  } else {
+    b.RmsNorm(x, L.mlp_norm, c.norm_eps, h);
+    Tensor gate_up = mlp_.Rows(0, n), act = act_.Rows(0, n);
+    b.Linear(h, L.up, L.up_bias.data ? &L.up_bias : nullptr, gate_up);
+    b.GatedActivation(gate_up, ActivationOf(c), act);
+    b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, h);
+  }
+  ORCA_RETURN_IF_ERROR(all_reduce(h));
+  b.Add(x, h);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, bool all_rows) {
+  ORCA_RETURN_IF_ERROR(ValidatePlan(plan));
+  const int64_t n = plan.num_tokens();
+  const int32_t num_seqs = static_cast<int32_t>(plan.seqs.size());
+  IterationLogits result;
+  result.vocab_size = config_.vocab_size;
+  if (n == 0) return result;
+  const int32_t bs = kv_shape_.block_size;
+
+  // Host-side index arrays, packed into one upload:
+  // tokens[n] positions[n] slots[n] query_start[S+1] kv_len[S] sample_rows[S] tables[S*maxb].
+  int32_t max_blocks = 1, max_q = 0, max_kv = 0;
+  for (const auto& s : plan.seqs) {
+    max_blocks = std::max<int32_t>(max_blocks, static_cast<int32_t>(s.block_table.size()));
+  }
+  std::vector<int32_t> idx;
+  idx.reserve(4 * n + 3 * num_seqs + 1 + int64_t{num_seqs} * max_blocks);
+  for (const auto& s : plan.seqs) idx.insert(idx.end(), s.token_ids.begin(), s.token_ids.end());
+  for (const auto& s : plan.seqs) {
+    for (size_t i = 0; i < s.token_ids.size(); ++i)
+      idx.push_back(s.start_pos + static_cast<int32_t>(i));
+  }
+  for (const auto& s : plan.seqs) {
+    for (size_t i = 0; i < s.token_ids.size(); ++i) {
+      int32_t pos = s.start_pos + static_cast<int32_t>(i);
+      idx.push_back(s.block_table[pos / bs] * bs + pos % bs);
+    }
+  }
+  int32_t start = 0;
+  idx.push_back(0);
+  for (const auto& s : plan.seqs) {
+    start += static_cast<int32_t>(s.token_ids.size());
+    idx.push_back(start);
+  }
+  for (const auto& s : plan.seqs) {
+    int32_t kv = s.start_pos + static_cast<int32_t>(s.token_ids.size());
+    idx.push_back(kv);
+    max_kv = std::max(max_kv, kv);
+    max_q = std::max<int32_t>(max_q, static_cast<int32_t>(s.token_ids.size()));
+  }
+  int32_t num_sample = 0;
+  const int32_t sample_slots = all_rows ? static_cast<int32_t>(n) : num_seqs;
+  if (all_rows) {
+    for (int32_t i = 0; i < n; ++i) idx.push_back(i);
+    num_sample = static_cast<int32_t>(n);
+  } else {
+    start = 0;
+    for (const auto& s : plan.seqs) {
+      start += static_cast<int32_t>(s.token_ids.size());
+      if (s.sample) {
+        idx.push_back(start - 1);
+        ++num_sample;
+      }
+    }
+    for (int32_t i = num_sample; i < num_seqs; ++i) idx.push_back(0);
+  }
+  for (const auto& s : plan.seqs) {
+    idx.insert(idx.end(), s.block_table.begin(), s.block_table.end());
+    for (size_t i = s.block_table.size(); i < static_cast<size_t>(max_blocks); ++i)
+      idx.push_back(0);
+  }
+  ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, static_cast<int64_t>(idx.size())));
+  int32_t* dev = static_cast<int32_t*>(index_buffer_->data());
+  ORCA_RETURN_IF_ERROR(backend_->CopyToDevice(dev, idx.data(), idx.size() * sizeof(int32_t)));
+  const int32_t* tokens = dev;
+  const int32_t* positions = dev + n;
+  const int32_t* slots = dev + 2 * n;
+  AttentionBatch attn;
+  attn.num_seqs = num_seqs;
+  attn.query_start = dev + 3 * n;
+  attn.kv_len = attn.query_start + num_seqs + 1;
+  const int32_t* sample_rows = attn.kv_len + num_seqs;
+  attn.block_tables = sample_rows + sample_slots;
+  attn.max_blocks_per_seq = max_blocks;
+  attn.max_query_len = max_q;
+  attn.max_kv_len = max_kv;
+
+  Backend& b = *backend_;
+  Tensor x = x_.Rows(0, n);
+  const size_t x_count = static_cast<size_t>(n * x.cols);
+  if (shard_.first_stage()) {
+    b.Embedding(tokens, n, weights_->embed, x, /*accumulate=*/false);
+    if (config_.family == ModelFamily::kGpt2) {
+      b.Embedding(positions, n, weights_->pos_embed, x, true);
+    }
+  } else {
+    ORCA_RETURN_IF_ERROR(pp_comm_->Recv(static_cast<float*>(x.data), x_count, shard_.prev_rank()));
+  }
+  for (int32_t l = 0; l < num_local_layers_; ++l) {
+    ORCA_RETURN_IF_ERROR(RunLayer(l, n, positions, slots, attn));
+  }
+  if (!shard_.last_stage()) {
+    ORCA_RETURN_IF_ERROR(pp_comm_->Send(static_cast<float*>(x.data), x_count, shard_.next_rank()));
+  }
+  if (num_sample == 0 || !shard_.samples()) {
+    ORCA_RETURN_IF_ERROR(b.Synchronize());
+    return result;
+  }
+  Tensor rows = final_rows_.Rows(0, num_sample);
+  b.GatherRows(x, sample_rows, num_sample, rows);
+  if (config_.family == ModelFamily::kGpt2) {
+    b.LayerNorm(rows, weights_->final_norm, weights_->final_norm_bias, config_.norm_eps, rows);
+  } else {
+    b.RmsNorm(rows, weights_->final_norm, config_.norm_eps, rows);
+  }
+  Tensor logits = logits_.Rows(0, num_sample);
+  b.Linear(rows, weights_->lm_head, nullptr, logits);
+  result.values.resize(static_cast<size_t>(num_sample) * config_.vocab_size);
+  ORCA_RETURN_IF_ERROR(
+      b.CopyToHost(result.values.data(), logits.data, result.values.size() * sizeof(float)));
+  return result;
+}
+
+absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) {
+  ORCA_ASSIGN_OR_RETURN(IterationLogits logits, Forward(plan));
+  IterationResult result;
+  result.iteration = plan.iteration;
+  if (!shard_.samples()) return result;
+  size_t row = 0;
+  for (const auto& s : plan.seqs) {
+    if (!s.sample) continue;
+    result.tokens.push_back(
+        SampleToken(absl::MakeSpan(logits.row(row), static_cast<size_t>(logits.vocab_size)), s));
+    ++row;
+  }
+  return result;
+}
+
+}  // namespace orca

@@ -1,0 +1,114 @@
+// ModelRunner: the selective-batching forward pass (DESIGN.md section 3). One call runs
+// one iteration over a flat batch [num_tokens, hidden] that mixes prefill chunks and
+// decode tokens of many sequences at different positions: embedding, norms, QKV/out
+// projections, MLP and LM head run on the flat batch; attention runs per sequence over
+// its own paged KV history. Logits are computed only for the rows that sample.
+//
+// The runner owns the weights, the KV cache memory (one K and V tensor per layer) and a
+// workspace; the block ids in a plan index that cache (see KvBlockPool). Not
+// thread-safe: one iteration at a time.
+//
+// As one rank of a serving group (ModelRunnerOptions::shard, DESIGN.md section 4) it
+// holds its stage's layers and tensor-parallel slices, and every rank of the group runs
+// every plan in the same order: stage 0 embeds the tokens, later stages receive the
+// activations from the previous stage, and all but the last send theirs on; the
+// tensor-parallel ranks all-reduce after the attention-out and MLP-down GEMMs. Only
+// the rank that samples (the last stage's tp rank 0) returns logits and tokens; the
+// others return empty results.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/backend/backend.h"
+#include "engine/comm/communicator.h"
+#include "engine/model/model_config.h"
+#include "engine/runner/iteration.h"
+#include "engine/runner/model_shard.h"
+#include "engine/runner/model_weights.h"
+
+namespace orca {
+
+struct ModelRunnerOptions {
+  int32_t block_size = 16;
+  // KV blocks to allocate (required: KvCacheBlocks sizes them, kv_cache_sizing.h).
+  int32_t num_kv_blocks = 0;
+  WeightDType dtype = WeightDType::kAuto;
+  ModelShard shard;  // default: the whole model on one rank
+  // The group's data plane, used only from the thread that calls Forward/Execute and
+  // outliving the runner: `tp_comm` joins the `tensor` ranks of this stage (rank =
+  // tp_rank), required when tensor > 1; `pp_comm` joins the whole group (rank =
+  // shard.rank()) for the activations between stages, required when pipeline > 1.
+  Communicator* tp_comm = nullptr;
+  Communicator* pp_comm = nullptr;
+};
+
+// Logits of the sampled rows of one iteration, on the host: row i belongs to the i-th
+// sequence of the plan with sample = true.
+struct IterationLogits {
+  int32_t vocab_size = 0;
+  std::vector<float> values;  // [num_sampled, vocab_size]
+  float* row(size_t i) { return values.data() + i * static_cast<size_t>(vocab_size); }
+};
+
+class ModelRunner {
+ public:
+  // Loads the checkpoint in `model_dir` onto `backend` (which must outlive the runner)
+  // and allocates the KV cache. InvalidArgument when options.num_kv_blocks is not set.
+  static absl::StatusOr<std::unique_ptr<ModelRunner>> Create(const std::string& model_dir,
+                                                             Backend* backend,
+                                                             const ModelRunnerOptions& options);
+
+  // KV cache bytes one block of `block_size` tokens takes on a rank holding `shard`.
+  static size_t KvBytesPerBlock(const ModelConfig& config, const ModelShard& shard,
+                                int32_t block_size);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelShard& shard() const { return shard_; }
+  // Replaces the communicators (a serving group re-initialised with the same layout);
+  // they must fit the shard as in Create.
+  absl::Status SetCommunicators(Communicator* tp_comm, Communicator* pp_comm);
+  int32_t num_kv_blocks() const { return kv_shape_.num_blocks; }
+  int32_t block_size() const { return kv_shape_.block_size; }
+  size_t weight_bytes() const { return weights_->bytes; }
+  size_t kv_cache_bytes() const;
+
+  // Runs the forward pass of `plan` and returns the logits of its sampled rows (with
+  // `all_rows`, of every token row of the flat batch, in plan order: for prompt
+  // logprobs and tests). Fails with InvalidArgument (and computes nothing) on a
+  // malformed plan: token ids out of the vocabulary, positions past the context, block
+  // tables too short or out of range.
+  absl::StatusOr<IterationLogits> Forward(const IterationPlan& plan, bool all_rows = false);
+
+  // Runs Forward and samples every sequence with sample = true.
+  absl::StatusOr<IterationResult> Execute(const IterationPlan& plan);
+
+ private:
+  ModelRunner() = default;
+  absl::Status ValidatePlan(const IterationPlan& plan) const;
+  absl::Status EnsureWorkspace(int64_t num_tokens, int64_t index_ints);
+  // `layer` indexes the shard's layers.
+  absl::Status RunLayer(int32_t layer, int64_t num_tokens, const int32_t* positions,
+                        const int32_t* slot_mapping, const AttentionBatch& attn);
+
+  ModelConfig config_;
+  ModelShard shard_;
+  Communicator* tp_comm_ = nullptr;
+  Communicator* pp_comm_ = nullptr;
+  int32_t num_local_layers_ = 0;
+  Backend* backend_ = nullptr;
+  std::unique_ptr<ModelWeights> weights_;
+  KvCacheShape kv_shape_;
+  std::vector<std::unique_ptr<DeviceBuffer>> kv_storage_;
+  std::vector<Tensor> k_cache_, v_cache_;
+
+  // Workspace, grown on demand.
+  int64_t ws_tokens_ = 0;
+  int64_t ws_ints_ = 0;
+  std::unique_ptr<DeviceBuffer> ws_buffer_, index_buffer_;
+  Tensor x_, h_, qkv_, attn_, mlp_, act_, final_rows_, logits_;
+};
+
+}  // namespace orca

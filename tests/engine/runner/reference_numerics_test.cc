@@ -1,0 +1,141 @@
+// Numerics against independent references: the stories260K greedy continuation that
+// the reference llama2.c program printed, and a float64 PyTorch forward pass
+// (reference_forward.py) for Llama and GPT-2 checkpoints.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "engine/model/random_checkpoint.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/engine/runner/runner_test_util.h"
+#include "tests/testutil/testutil.h"
+
+namespace orca {
+namespace {
+
+using ::orca::testing::GreedyAlone;
+using ::orca::testing::LoadModel;
+using ::orca::testing::PrefillLogits;
+using ::orca::testing::ReferenceLogits;
+using ::orca::testing::RowRelativeError;
+
+constexpr double kMaxRelativeError = 1e-4;
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(StoriesTest, GreedyContinuationMatchesLlama2c) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  auto tok = Tokenizer::FromDirectory(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  std::vector<int32_t> prompt = (*tok)->Encode("Once upon a time", true);
+  ASSERT_EQ(prompt, (std::vector<int32_t>{1, 403, 407, 261, 378}));
+  auto m = LoadModel(dir);
+  ASSERT_NE(m.runner, nullptr);
+  std::vector<int32_t> out = GreedyAlone(*m.runner, prompt, 256);
+  ASSERT_EQ(out.size(), 256u);
+  EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 10),
+            (std::vector<int32_t>{432, 383, 286, 261, 376, 298, 315, 421, 395, 317}));
+
+  // The reference text is the decode of prompt + continuation; find how many generated
+  // tokens it covers and require every one of them to match.
+  std::string expected(
+      absl::StripTrailingAsciiWhitespace(ReadText(dir + "/greedy_once_upon_a_time_256.txt")));
+  std::vector<int32_t> all = prompt;
+  size_t covered = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    all.push_back(out[i]);
+    std::string text = (*tok)->Decode(all, /*skip_special_tokens=*/true);
+    if (text.size() > expected.size()) break;
+    ASSERT_EQ(text, expected.substr(0, text.size())) << "diverged at generated token " << i;
+    if (text == expected) covered = i + 1;
+  }
+  EXPECT_GE(covered, 200u) << "the reference text covers only " << covered << " tokens";
+}
+
+TEST(StoriesTest, LogitsMatchPyTorchAtEveryPosition) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_TORCH(python);
+  auto m = LoadModel(dir);
+  ASSERT_NE(m.runner, nullptr);
+  std::vector<int32_t> tokens = {1, 403, 407, 261, 378};
+  std::vector<int32_t> out = GreedyAlone(*m.runner, tokens, 220);
+  tokens.insert(tokens.end(), out.begin(), out.end());
+  const int32_t vocab = m.runner->config().vocab_size;
+  std::vector<double> ref = ReferenceLogits(python, dir, tokens);
+  ASSERT_EQ(ref.size(), tokens.size() * vocab);
+  // Three ways through the engine: one prefill, uneven chunks, token by token.
+  for (int32_t chunk : {static_cast<int32_t>(tokens.size()), 37, 1}) {
+    std::vector<float> logits = PrefillLogits(*m.runner, tokens, chunk);
+    ASSERT_EQ(logits.size(), ref.size());
+    double worst = 0;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      double err = RowRelativeError(logits.data() + t * vocab, ref.data() + t * vocab, vocab);
+      worst = std::max(worst, err);
+      ASSERT_LT(err, kMaxRelativeError) << "chunk " << chunk << " position " << t;
+    }
+    RecordProperty(absl::StrCat("max_rel_error_chunk_", chunk), std::to_string(worst));
+  }
+}
+
+// Random-weight checkpoints of the other supported layouts, checked the same way.
+void CheckRandomModel(const ModelConfig& config, const std::string& python) {
+  orca::testing::TempDir tmp;
+  ASSERT_TRUE(WriteRandomCheckpoint(config, tmp.path(), 42).ok());
+  auto m = LoadModel(tmp.path());
+  ASSERT_NE(m.runner, nullptr);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 150; ++i) tokens.push_back((i * 7919 + 13) % config.vocab_size);
+  const int32_t vocab = config.vocab_size;
+  std::vector<double> ref = ReferenceLogits(python, tmp.path(), tokens);
+  ASSERT_EQ(ref.size(), tokens.size() * vocab);
+  for (int32_t chunk : {150, 16}) {
+    std::vector<float> logits = PrefillLogits(*m.runner, tokens, chunk);
+    ASSERT_EQ(logits.size(), ref.size());
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      ASSERT_LT(RowRelativeError(logits.data() + t * vocab, ref.data() + t * vocab, vocab),
+                kMaxRelativeError)
+          << config.architecture << " chunk " << chunk << " position " << t;
+    }
+  }
+}
+
+TEST(RandomModelTest, Gpt2MatchesPyTorch) {
+  ORCA_REQUIRE_TORCH(python);
+  auto config = PresetConfig("gpt2-tiny");
+  ASSERT_TRUE(config.ok());
+  CheckRandomModel(*config, python);
+}
+
+TEST(RandomModelTest, Qwen2StyleBiasUntiedF16MatchesPyTorch) {
+  ORCA_REQUIRE_TORCH(python);
+  auto config = PresetConfig("tiny");
+  ASSERT_TRUE(config.ok());
+  config->architecture = "Qwen2ForCausalLM";
+  config->qkv_bias = true;
+  config->tie_word_embeddings = false;
+  config->dtype = DType::kF16;
+  config->num_heads = 8;
+  config->num_kv_heads = 2;
+  config->head_dim = 8;
+  config->rope_theta = 1e6;
+  CheckRandomModel(*config, python);
+}
+
+TEST(RandomModelTest, LlamaBf16MatchesPyTorch) {
+  ORCA_REQUIRE_TORCH(python);
+  auto config = PresetConfig("tiny");
+  ASSERT_TRUE(config.ok());
+  config->dtype = DType::kBF16;
+  CheckRandomModel(*config, python);
+}
+
+}  // namespace
+}  // namespace orca

@@ -1,0 +1,46 @@
+// Test helpers around ModelRunner: run a sequence alone, compare logits with the
+// PyTorch reference.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/kv/kv_block_pool.h"
+#include "engine/runner/model_runner.h"
+
+namespace orca::testing {
+
+struct LoadedModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<ModelRunner> runner;
+};
+
+// Loads `dir` on a CPU backend with a small KV cache; aborts the test on failure.
+LoadedModel LoadModel(const std::string& dir, int32_t num_blocks = 256, int32_t block_size = 16);
+
+// Returns the logits of every position of `tokens`, computed by prefill chunks of
+// `chunk` tokens (all rows returned). [tokens.size() * vocab].
+std::vector<float> PrefillLogits(ModelRunner& runner, const std::vector<int32_t>& tokens,
+                                 int32_t chunk);
+
+// The next greedy chunk of a sequence whose first `computed` of `tokens` are in the KV
+// cache: at most `chunk` tokens, sampling when it reaches the end of `tokens`. Grows
+// `table` from `pool` to hold them (fails the test when the pool is exhausted).
+ScheduledSequence NextChunk(uint64_t seq_id, const std::vector<int32_t>& tokens, int32_t computed,
+                            int32_t chunk, BlockTable& table, KvBlockPool& pool);
+
+// Greedy-decodes `n` tokens after `prompt` alone (ignoring EOS).
+std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>& prompt,
+                                 int32_t n);
+
+// Runs the PyTorch float64 reference on `tokens`; returns [T * vocab] logits.
+std::vector<double> ReferenceLogits(const std::string& python, const std::string& model_dir,
+                                    const std::vector<int32_t>& tokens);
+
+// Returns max_i |a_i - b_i| / max_i |b_i| over one row of `vocab` values.
+double RowRelativeError(const float* a, const double* b, int32_t vocab);
+
+}  // namespace orca::testing
