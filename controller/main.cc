@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/api/yaml.h"
-#include "controller/build/render.h"
+#include "controller/builders/render.h"
 #include "controller/client/kube_config.h"
 #include "controller/client/rest_client.h"
 #include "controller/flags.h"

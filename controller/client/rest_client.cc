@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "controller/build/layout.h"
+#include "controller/builders/layout.h"
 #include "controller/client/kube_errors.h"
 #include "engine/common/log.h"
 

@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "controller/build/layout.h"
+#include "controller/builders/layout.h"
 #include "controller/client/kube_errors.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"

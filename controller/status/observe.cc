@@ -4,7 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "controller/build/layout.h"
+#include "controller/builders/layout.h"
 
 namespace orca::controller {
 namespace {

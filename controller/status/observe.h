@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "controller/api/spec.h"
-#include "controller/build/rollout.h"
+#include "controller/builders/rollout.h"
 
 namespace orca::controller {
 

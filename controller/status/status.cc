@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "controller/build/layout.h"
+#include "controller/builders/layout.h"
 
 namespace orca::controller {
 namespace {

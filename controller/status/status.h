@@ -10,7 +10,7 @@
 
 #include "absl/time/time.h"
 #include "controller/api/spec.h"
-#include "controller/build/rollout.h"
+#include "controller/builders/rollout.h"
 
 namespace orca::controller {
 

@@ -1,9 +1,9 @@
-#include "controller/build/builders.h"
+#include "controller/builders/builders.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "controller/build/layout.h"
+#include "controller/builders/layout.h"
 #include "tests/controller/cr_builder.h"
 
 namespace orca::controller {

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "controller/api/yaml.h"
-#include "controller/build/render.h"
+#include "controller/builders/render.h"
 
 namespace orca::controller {
 namespace {

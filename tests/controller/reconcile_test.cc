@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/api/spec.h"
-#include "controller/build/layout.h"
+#include "controller/builders/layout.h"
 #include "controller/client/kube_errors.h"
 #include "tests/controller/cr_builder.h"
 #include "tests/controller/harness.h"

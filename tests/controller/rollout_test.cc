@@ -1,4 +1,4 @@
-#include "controller/build/rollout.h"
+#include "controller/builders/rollout.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

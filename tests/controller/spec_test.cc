@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "controller/build/layout.h"
+#include "controller/builders/layout.h"
 #include "tests/controller/cr_builder.h"
 
 namespace orca::controller {

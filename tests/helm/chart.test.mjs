@@ -145,9 +145,9 @@ test("the chart's CRD is crds/ (synced copy, upgraded by the chart, kept on unin
   assert.equal(find(render({ set: ["crds.install=false"] }), "CustomResourceDefinition"), undefined);
 });
 
-// Port names of the pods and Services the controller builds (controller/build/build_*.cc).
+// Port names of the pods and Services the controller builds (controller/builders/build_*.cc).
 function controllerPortNames() {
-  const text = src("controller/build/build_workloads.cc") + src("controller/build/build_services.cc");
+  const text = src("controller/builders/build_workloads.cc") + src("controller/builders/build_services.cc");
   return new Set([...text.matchAll(/\{"name",\s*"(\w+)"\},\s*\{"containerPort"/g), ...text.matchAll(/Port\("(\w+)"/g)].map((m) => m[1]));
 }
 
@@ -160,7 +160,7 @@ test("scheduler and worker monitors select the controller's pods and ports", () 
   assert.deepEqual(sm.spec.endpoints.map((e) => [e.port, e.path]), [["http", "/metrics"]]);
   assert.deepEqual(sm.spec.namespaceSelector, { matchNames: ["serving"] });
   // The scheduler serves /metrics on its HTTP port (engine.yaml server.port = kHttpPort).
-  assert.match(src("controller/build/build_workloads.cc"), /c\.server\.port = kHttpPort;/);
+  assert.match(src("controller/builders/build_workloads.cc"), /c\.server\.port = kHttpPort;/);
   const workers = find(objects, "PodMonitor", "orca-workers");
   assert.deepEqual(workers.spec.selector.matchLabels, { "serving.orca.dev/role": "worker" });
   assert.equal(workers.spec.podMetricsEndpoints[0].port, "metrics");

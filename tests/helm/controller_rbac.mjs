@@ -16,7 +16,7 @@
 //                                          (`make_unique<Informer>(client_, TYPE, ...)`,
 //                                          with `for (... type : {&resources::kX, ...})`);
 //       *type from resources::ForObject()  every kind the pure builders emit
-//                                          (`{"kind", "X"}` in controller/build/build_*.cc);
+//                                          (`{"kind", "X"}` in controller/builders/build_*.cc);
 //       a lambda parameter `type`          every `NAME(resources::kX` call of the lambda
 //                                          `auto NAME = [..](const ResourceType& type ..`.
 //     Anything else is an error naming the call site.

@@ -114,7 +114,7 @@ test("aggregated user roles are bound to nobody by the chart", () => {
 // The extraction itself: it must see new calls and refuse what it cannot resolve.
 function fakeController(files) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "orca-rbac-"));
-  for (const f of ["client/kube_client.h", "client/resources.cc", "build/build_services.cc", "build/build_workloads.cc"]) {
+  for (const f of ["client/kube_client.h", "client/resources.cc", "builders/build_services.cc", "builders/build_workloads.cc"]) {
     fs.mkdirSync(path.dirname(path.join(root, "controller", f)), { recursive: true });
     fs.copyFileSync(path.join(ROOT, "controller", f), path.join(root, "controller", f));
   }

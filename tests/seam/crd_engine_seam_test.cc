@@ -22,7 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/api/spec.h"
 #include "controller/api/yaml.h"
-#include "controller/build/builders.h"
+#include "controller/builders/builders.h"
 #include "engine/config/config_loader.h"
 #include "tests/controller/cr_builder.h"
 #include "tests/testutil/testutil.h"

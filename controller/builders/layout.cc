@@ -1,4 +1,4 @@
-#include "controller/build/layout.h"
+#include "controller/builders/layout.h"
 
 #include <algorithm>
 #include <cstdint>

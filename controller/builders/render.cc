@@ -1,10 +1,10 @@
-#include "controller/build/render.h"
+#include "controller/builders/render.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "controller/api/spec.h"
 #include "controller/api/yaml.h"
-#include "controller/build/builders.h"
+#include "controller/builders/builders.h"
 #include "engine/common/status_macros.h"
 
 namespace orca::controller {

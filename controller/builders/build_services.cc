@@ -2,8 +2,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "controller/build/builders.h"
-#include "controller/build/layout.h"
+#include "controller/builders/builders.h"
+#include "controller/builders/layout.h"
 
 namespace orca::controller {
 namespace {

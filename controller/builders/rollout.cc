@@ -1,4 +1,4 @@
-#include "controller/build/rollout.h"
+#include "controller/builders/rollout.h"
 
 #include <algorithm>
 #include <map>

@@ -3,8 +3,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/api/yaml.h"
-#include "controller/build/builders.h"
-#include "controller/build/layout.h"
+#include "controller/builders/builders.h"
+#include "controller/builders/layout.h"
 #include "engine/config/config_loader.h"
 
 namespace orca::controller {
