@@ -49,15 +49,17 @@ TEST(KvCapacityTest, ReserveHoldsTheWholeRequestPagedWhatIsComputed) {
 }
 
 TEST(KvCapacityTest, PreemptsTheNewestThatIsNeitherInTheBatchNorInFlight) {
-  Request a = Running(1, 0), b = Running(2, 1), c = Running(3, 2), d = Running(4, 3);
-  std::vector<Request*> running = {&a, &b, &c, &d};
+  Request a = Running(1, 0), b = Running(2, 1), c = Running(3, 2), d = Running(4, 3),
+          e = Running(5, 4), f = Running(6, 5);
+  std::vector<Request*> running = {&a, &b, &c, &d, &e, &f};
   IterationPlan plan;
   plan.seqs.emplace_back();
-  plan.seqs.back().seq_id = 4;  // d is in this batch
-  c.in_flight = 1;              // c is in flight
-  EXPECT_EQ(KvCapacity::Victim(running, a, plan), &b);
-  // Nothing admitted after b is free to take: b yields itself.
-  EXPECT_EQ(KvCapacity::Victim(running, b, plan), nullptr);
+  plan.seqs.back().seq_id = 6;                          // f is in this batch
+  e.in_flight = 1;                                      // e is in flight
+  EXPECT_EQ(KvCapacity::Victim(running, a, plan), &d);  // the newest free one
+  EXPECT_EQ(KvCapacity::Victim(running, c, plan), &d);
+  // Nothing admitted after d is free to take: d yields itself.
+  EXPECT_EQ(KvCapacity::Victim(running, d, plan), nullptr);
 }
 
 }  // namespace
