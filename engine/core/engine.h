@@ -9,8 +9,6 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
