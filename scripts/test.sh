@@ -11,7 +11,13 @@ ctest --test-dir "$build" --output-on-failure -j "${ORCA_TEST_JOBS:-2}" "$@"
 if [ "${ORCA_SKIP_THREAD_SAFETY:-0}" != 1 ]; then
   scripts/check-thread-safety.sh
 fi
-# The serving suites once more under AddressSanitizer + UBSan (skip: ORCA_SKIP_ASAN=1).
+# The GPU path on the CUDA twin: the gpu tests, none skipped, and `--device cuda`
+# served end to end (skip: ORCA_SKIP_TWIN=1).
+if [ "${ORCA_SKIP_TWIN:-0}" != 1 ]; then
+  scripts/test-twin.sh
+fi
+# The serving suites and the CUDA twin once more under AddressSanitizer + UBSan
+# (skip: ORCA_SKIP_ASAN=1).
 if [ "${ORCA_SKIP_ASAN:-0}" != 1 ]; then
   scripts/test-asan.sh
 fi

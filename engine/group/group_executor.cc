@@ -16,6 +16,9 @@
 #include "engine/runner/kv_cache_sizing.h"
 #include "engine/runner/model_runner.h"
 #include "orca/v1/control.grpc.pb.h"
+#ifdef ORCA_HAVE_NCCL
+#include "engine/comm/nccl/nccl_communicator.h"
+#endif
 
 namespace orca {
 namespace {
@@ -58,6 +61,11 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   int32_t pipeline() const { return options.parallel.pipeline; }
   int32_t tensor() const { return options.parallel.tensor; }
   int32_t sampling_rank() const { return (pipeline() - 1) * tensor(); }
+  // The workers' data plane: NCCL for a multi-rank CUDA group, Gloo for a CPU one.
+  std::string comm() const {
+    if (world() == 1) return "none";
+    return options.device == Device::kCuda ? "nccl" : "gloo";
+  }
 
   grpc::Status Join(grpc::ServerContext* ctx, Stream* stream) override;
   grpc::Status StoreSet(grpc::ServerContext*, const v1::StoreSetRequest* req,
@@ -100,6 +108,9 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   // the sessions with their GroupInit messages, to be written outside the lock.
   std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> MaybeInit()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // comm() = "nccl": fresh unique ids for the group's communicator (pipeline > 1) and
+  // each stage's tensor-parallel one (tensor > 1), so no two generations share one.
+  absl::Status SetNcclIds(v1::GroupInit& init);
   // Breaks the formed group (see the header); a no-op while none is formed.
   void Break(const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleMessage(Session& s, const v1::WorkerMessage& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -210,18 +221,27 @@ std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>>
 GroupExecutor::Impl::MaybeInit() {
   std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> out;
   if (formed_ || static_cast<int32_t>(sessions_.size()) != world()) return out;
+  v1::SchedulerMessage m;
+  v1::GroupInit* init = m.mutable_init();
+  if (absl::Status s = SetNcclIds(*init); !s.ok()) {
+    // Nothing to form the group with: the workers dial again, and the next time all are
+    // present the ids are tried afresh.
+    ORCA_LOG(ERROR) << "group: cannot create the NCCL unique ids: " << s
+                    << "; sending the workers away";
+    for (auto& [rank, session] : sessions_) session->ctx->TryCancel();
+    sessions_.clear();
+    return out;
+  }
   ++generation_;
   formed_ = true;
   ready_ = false;
   store_.clear();
-  v1::SchedulerMessage m;
-  v1::GroupInit* init = m.mutable_init();
   init->set_generation(generation_);
   init->set_pipeline(pipeline());
   init->set_tensor(tensor());
   init->set_block_size(options.kv_cache.block_size);
   init->set_num_kv_blocks(num_kv_blocks);
-  init->set_comm(world() == 1 ? "none" : "gloo");
+  init->set_comm(comm());
   init->set_store_prefix(absl::StrCat("orca/g", generation_, "/"));
   init->set_comm_timeout_s(options.comm_timeout_s);
   for (auto& [rank, s] : sessions_) {
@@ -232,6 +252,24 @@ GroupExecutor::Impl::MaybeInit() {
   ORCA_LOG(INFO) << "group: all " << world() << " ranks present; initialising generation "
                  << generation_;
   return out;
+}
+
+absl::Status GroupExecutor::Impl::SetNcclIds(v1::GroupInit& init) {
+  if (comm() != "nccl") return absl::OkStatus();
+#ifdef ORCA_HAVE_NCCL
+  if (pipeline() > 1) {
+    ORCA_ASSIGN_OR_RETURN(*init.mutable_nccl_unique_id(), NewNcclUniqueId());
+  }
+  if (tensor() > 1) {
+    for (int32_t stage = 0; stage < pipeline(); ++stage) {
+      ORCA_ASSIGN_OR_RETURN(*init.add_nccl_tp_unique_ids(), NewNcclUniqueId());
+    }
+  }
+  return absl::OkStatus();
+#else
+  (void)init;
+  return absl::FailedPreconditionError("this orca was built without NCCL");
+#endif
 }
 
 void GroupExecutor::Impl::Break(const std::string& reason) {
@@ -348,11 +386,14 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   ORCA_ASSIGN_OR_RETURN(impl->config, LoadModelConfig(options.model_dir));
-  if (options.device != Device::kCpu && impl->world() > 1) {
-    return absl::UnimplementedError(
-        "multi-rank groups run on the CPU (Gloo) in this version; NCCL groups are not wired "
-        "to the control plane yet");
+#ifndef ORCA_HAVE_NCCL
+  if (impl->comm() == "nccl") {
+    return absl::FailedPreconditionError(
+        "a --device cuda group of more than one rank talks NCCL, and this orca was built "
+        "without it (NCCL was not found at build time; set NCCL_HOME or install "
+        "libnccl-dev and rebuild)");
   }
+#endif
   ORCA_ASSIGN_OR_RETURN(impl->num_kv_blocks, KvCacheBlocks(impl->config, impl->pipeline(),
                                                            impl->tensor(), options.kv_cache));
 

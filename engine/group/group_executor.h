@@ -1,8 +1,9 @@
 // GroupExecutor: the scheduler's side of a serving group (DESIGN.md section 4). It
 // serves orca.v1.ControlPlane (proto/orca/v1/control.proto): workers dial it and join
 // as (stage, tp rank); once all pipeline × tensor ranks are present it sends each a
-// GroupInit (layout, KV cache size, the Gloo rendezvous prefix of this generation) and
-// hosts the key-value store the ranks rendezvous through. When every rank has reported
+// GroupInit (layout, KV cache size, and the data plane of this generation: on CPUs the
+// Gloo rendezvous prefix, for the key-value store it hosts; on CUDA fresh NCCL unique
+// ids, one for the whole group and one per stage). When every rank has reported
 // ready the group is ready, and every plan is sent to every rank at once; the sampling
 // rank (last stage, tp rank 0) returns the tokens. Up to `pipeline` plans are in flight.
 //
@@ -37,7 +38,8 @@ struct GroupExecutorOptions {
 
 class GroupExecutor : public Executor {
  public:
-  // Validates the layout against the model and starts the control-plane server.
+  // Validates the layout against the model and starts the control-plane server. Fails
+  // with FailedPrecondition for a multi-rank CUDA group when this build has no NCCL.
   static absl::StatusOr<std::unique_ptr<GroupExecutor>> Create(const GroupExecutorOptions& options);
   ~GroupExecutor() override;
 

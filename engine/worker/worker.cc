@@ -2,6 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <deque>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "engine/backend/registry.h"
 #include "engine/comm/gloo/gloo_communicator.h"
@@ -10,9 +13,15 @@
 #include "engine/group/plan_codec.h"
 #include "engine/worker/grpc_store.h"
 #include "orca/v1/control.grpc.pb.h"
+#ifdef ORCA_HAVE_NCCL
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/comm/nccl/nccl_communicator.h"
+#endif
 
 namespace orca {
 namespace {
+
+using Stream = grpc::ClientReaderWriter<v1::WorkerMessage, v1::SchedulerMessage>;
 
 absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
@@ -24,6 +33,94 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
 bool IsConfigurationError(const absl::Status& s) {
   return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsFailedPrecondition(s) ||
          absl::IsUnimplemented(s) || absl::IsDataLoss(s);
+}
+
+// Reads the scheduler's messages on a thread of its own for the rest of a session, so
+// that the session's end (the group broke elsewhere, the scheduler went away, Stop) is
+// noticed at once even while the rank's thread waits on the data plane: `ended` turns
+// true, which makes the NCCL communicators give up their waits. Plans queue up in order.
+class SchedulerReader {
+ public:
+  SchedulerReader(Stream* stream, std::atomic<bool>* ended)
+      : stream_(stream), ended_(ended), thread_([this] { Loop(); }) {}
+  ~SchedulerReader() { Join(); }
+
+  // Waits for the next plan; false once the session has ended and no plan is left.
+  bool Next(v1::IterationPlan* plan) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !plans_.empty() || done_; };
+    mu_.Await(absl::Condition(&ready));
+    if (plans_.empty()) return false;
+    *plan = std::move(plans_.front());
+    plans_.pop_front();
+    return true;
+  }
+
+  // Waits for the stream's end (the caller has cancelled the call, or the scheduler has
+  // ended it); afterwards the stream may be finished.
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    v1::SchedulerMessage m;
+    while (stream_->Read(&m)) {
+      if (!m.has_plan()) continue;
+      absl::MutexLock lock(&mu_);
+      plans_.push_back(std::move(*m.mutable_plan()));
+    }
+    ended_->store(true);
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+  }
+
+  Stream* stream_;
+  std::atomic<bool>* ended_;
+  absl::Mutex mu_;
+  std::deque<v1::IterationPlan> plans_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// Joins this rank's NCCL communicators of the generation `init` describes: its stage's
+// tensor-parallel one (tensor > 1) and the whole group's (pipeline > 1), in that order
+// on every rank, on the CUDA backend's device and stream.
+absl::Status ConnectNccl(const v1::GroupInit& init, const ModelShard& shard, Backend* backend,
+                         absl::Duration timeout, const std::atomic<bool>* cancel,
+                         std::unique_ptr<Communicator>& tp_comm,
+                         std::unique_ptr<Communicator>& pp_comm) {
+#ifdef ORCA_HAVE_NCCL
+  auto* cuda = dynamic_cast<CudaBackend*>(backend);
+  if (cuda == nullptr) {
+    return absl::FailedPreconditionError(
+        "the group's communicator is NCCL, which needs the CUDA backend (--device cuda)");
+  }
+  NcclCommOptions options;
+  options.device = cuda->device();
+  options.stream = cuda->stream();
+  options.timeout = timeout;
+  options.cancel = cancel;
+  if (shard.tensor > 1) {
+    if (init.nccl_tp_unique_ids_size() != shard.pipeline) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GroupInit has ", init.nccl_tp_unique_ids_size(),
+                       " tensor-parallel NCCL ids for ", shard.pipeline, " stages"));
+    }
+    ORCA_ASSIGN_OR_RETURN(tp_comm, CreateNcclCommunicator(init.nccl_tp_unique_ids(shard.stage),
+                                                          shard.tp_rank, shard.tensor, options));
+  }
+  if (shard.pipeline > 1) {
+    ORCA_ASSIGN_OR_RETURN(pp_comm, CreateNcclCommunicator(init.nccl_unique_id(), shard.rank(),
+                                                          shard.world_size(), options));
+  }
+  return absl::OkStatus();
+#else
+  (void)init, (void)shard, (void)backend, (void)timeout, (void)cancel, (void)tp_comm, (void)pp_comm;
+  return absl::FailedPreconditionError(
+      "the group's communicator is NCCL (a multi-rank --device cuda group), and this orca "
+      "was built without NCCL");
+#endif
 }
 
 }  // namespace
@@ -84,8 +181,7 @@ absl::Status WorkerRank::Session() {
       w->ctx_ = nullptr;
     }
   } clear{this};
-  auto stream = stub->Join(&ctx);
-  auto finish = [&](const std::string& what) { return FromGrpc(stream->Finish(), what); };
+  std::unique_ptr<Stream> stream = stub->Join(&ctx);
 
   v1::WorkerMessage hello;
   v1::WorkerHello* h = hello.mutable_hello();
@@ -95,17 +191,25 @@ absl::Status WorkerRank::Session() {
   h->set_host(options_.host);
   h->set_worker(options_.name);
   v1::SchedulerMessage in;
-  if (!stream->Write(hello) || !stream->Read(&in)) return finish("joining the group");
+  if (!stream->Write(hello) || !stream->Read(&in)) {
+    return FromGrpc(stream->Finish(), "joining the group");
+  }
   if (!in.has_init()) {
     ctx.TryCancel();
     return absl::InternalError("the scheduler did not send GroupInit first");
   }
-  const v1::GroupInit& init = in.init();
+  const v1::GroupInit init = std::move(*in.mutable_init());
   ModelShard shard{init.pipeline(), init.tensor(), options_.stage, options_.tp_rank};
   ORCA_LOG(INFO) << "worker " << options_.name << ": generation " << init.generation() << ", rank "
                  << shard.rank() << " of " << shard.world_size() << " (stage " << shard.stage
                  << ", tp " << shard.tp_rank << ")";
 
+  session_ended_ = false;
+  SchedulerReader reader(stream.get(), &session_ended_);
+  auto finish = [&](const std::string& what) {
+    reader.Join();
+    return FromGrpc(stream->Finish(), what);
+  };
   auto fail = [&](const absl::Status& s) {
     v1::WorkerMessage m;
     m.mutable_error()->set_message(std::string(s.message()));
@@ -113,8 +217,15 @@ absl::Status WorkerRank::Session() {
     stream->Write(m);
     stream->WritesDone();
     ctx.TryCancel();
+    reader.Join();
     return s;
   };
+  // The backend first: an NCCL communicator runs on its stream.
+  if (!backend_) {
+    auto b = CreateBackend(options_.device);
+    if (!b.ok()) return fail(b.status());
+    backend_ = std::move(*b);
+  }
   const absl::Duration timeout =
       absl::Seconds(init.comm_timeout_s() > 0 ? init.comm_timeout_s() : 60);
   if (init.comm() == "gloo") {
@@ -137,6 +248,10 @@ absl::Status WorkerRank::Session() {
                   pp_comm_);
     }
     if (!s.ok()) return fail(s);
+  } else if (init.comm() == "nccl") {
+    absl::Status s =
+        ConnectNccl(init, shard, backend_.get(), timeout, &session_ended_, tp_comm_, pp_comm_);
+    if (!s.ok()) return fail(s);
   } else if (init.comm() != "none") {
     return fail(absl::UnimplementedError(absl::StrCat("communicator '", init.comm(), "'")));
   }
@@ -150,11 +265,6 @@ absl::Status WorkerRank::Session() {
     }
   } else {
     runner_.reset();
-    if (!backend_) {
-      auto b = CreateBackend(options_.device);
-      if (!b.ok()) return fail(b.status());
-      backend_ = std::move(*b);
-    }
     ModelRunnerOptions ro;
     ro.block_size = init.block_size();
     ro.num_kv_blocks = init.num_kv_blocks();
@@ -177,9 +287,9 @@ absl::Status WorkerRank::Session() {
   ORCA_LOG(INFO) << "worker " << options_.name << ": ready, layers " << first_layer << ".."
                  << end_layer - 1 << ", weights " << runner_->weight_bytes() / (1 << 20) << " MiB";
 
-  while (stream->Read(&in)) {
-    if (!in.has_plan()) continue;
-    IterationPlan plan = FromProto(in.plan());
+  v1::IterationPlan next;
+  while (reader.Next(&next)) {
+    IterationPlan plan = FromProto(next);
     absl::StatusOr<IterationResult> result = runner_->Execute(plan);
     ++iterations_;
     v1::WorkerMessage out;

@@ -1,11 +1,14 @@
 // WorkerRank: one rank of a serving group (DESIGN.md section 4), the role `orca worker`
 // runs once per rank it hosts. It dials the scheduler's control plane
 // (orca.v1.ControlPlane/Join), announces its stage and tp rank, and on GroupInit builds
-// its communicator (Gloo, rendezvousing through the scheduler) and its model shard;
+// its backend, its communicators (Gloo, rendezvousing through the scheduler; or NCCL on
+// the CUDA backend's stream, from the unique ids in GroupInit) and its model shard;
 // then it executes every plan the scheduler streams, in order, and (when it is the
-// sampling rank) returns the sampled tokens. When the session breaks (the scheduler
-// restarts, another rank is lost) it drops the communicator and dials again; the
-// loaded shard is kept when the next generation has the same layout.
+// sampling rank) returns the sampled tokens. The scheduler's messages are read on a
+// thread of their own, so a session that ends while the rank waits on the data plane
+// cancels that wait (NCCL; Gloo's own timeout and TCP errors end it). When the session
+// breaks (the scheduler restarts, another rank is lost) it drops the communicators and
+// dials again; the loaded shard is kept when the next generation has the same layout.
 #pragma once
 
 #include <atomic>
@@ -67,6 +70,8 @@ class WorkerRank {
   std::atomic<bool> ready_{false};
   std::atomic<int64_t> iterations_{0};
   std::atomic<uint64_t> generation_{0};
+  // True once the current session's stream has ended: NCCL communicators give up.
+  std::atomic<bool> session_ended_{false};
 
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

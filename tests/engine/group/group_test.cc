@@ -29,20 +29,25 @@
 #include "engine/group/group_executor.h"
 #include "engine/group/plan_codec.h"
 #include "engine/worker/worker.h"
+#include "tests/engine/group/group_test_util.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {
 namespace {
+
+using testing::Collect;
+using testing::Collected;
+using testing::Eventually;
+using testing::Ranks;
+using testing::RunRequests;
+using testing::SubmitGreedy;
+using testing::TestRequest;
 
 constexpr int32_t kNumKvBlocks = 256;
 constexpr int32_t kBlockSize = 16;
 
 // Requests run concurrently: different prompt lengths (one longer than two KV blocks, so
 // its prefix is cached) and lengths.
-struct TestRequest {
-  std::string prompt;
-  int32_t max_tokens;
-};
 const std::vector<TestRequest>& Requests() {
   static const auto* r = new std::vector<TestRequest>{
       {"Once upon a time", 20},
@@ -53,65 +58,6 @@ const std::vector<TestRequest>& Requests() {
       {"Lily and Ben were friends. They liked to play", 20},
   };
   return *r;
-}
-
-// What a request's stream delivered.
-struct Collected {
-  std::vector<int32_t> tokens;
-  bool finished = false;
-  StreamEvent last;  // the finishing event when finished
-};
-
-// Pops events until the request finishes, `min_tokens` tokens have arrived (when >= 0)
-// or `timeout` passes.
-Collected Collect(RequestStream& stream, absl::Duration timeout, int min_tokens = -1,
-                  Collected so_far = {}) {
-  Collected c = std::move(so_far);
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!c.finished) {
-    if (min_tokens >= 0 && static_cast<int>(c.tokens.size()) >= min_tokens) break;
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) break;
-    StreamEvent ev;
-    if (!stream.Pop(&ev, left)) break;
-    c.tokens.insert(c.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
-    c.finished = ev.finished;
-    if (ev.finished) c.last = std::move(ev);
-  }
-  return c;
-}
-
-std::shared_ptr<RequestStream> SubmitGreedy(Engine& engine, const TestRequest& r) {
-  GenerateParams p;
-  p.prompt_tokens = engine.tokenizer().Encode(r.prompt, true);
-  p.max_tokens = r.max_tokens;
-  p.ignore_eos = true;
-  p.sampling.temperature = 0;
-  auto s = engine.Submit(std::move(p));
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *s : nullptr;
-}
-
-// Submits every request of `requests` at once and returns each one's tokens (empty when
-// it failed; the failure is reported).
-std::vector<std::vector<int32_t>> RunRequests(Engine& engine,
-                                              const std::vector<TestRequest>& requests) {
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const TestRequest& r : requests) streams.push_back(SubmitGreedy(engine, r));
-  std::vector<std::vector<int32_t>> out;
-  for (size_t i = 0; i < streams.size(); ++i) {
-    if (streams[i] == nullptr) {
-      out.emplace_back();
-      continue;
-    }
-    Collected c = Collect(*streams[i], absl::Seconds(60));
-    EXPECT_TRUE(c.finished) << "request " << i << " did not finish within 60 s";
-    EXPECT_EQ(c.last.finish_reason, FinishReason::kLength)
-        << "request " << i << ": " << c.last.status;
-    EXPECT_EQ(c.tokens.size(), static_cast<size_t>(requests[i].max_tokens)) << "request " << i;
-    out.push_back(c.finished ? c.tokens : std::vector<int32_t>{});
-  }
-  return out;
 }
 
 EngineOptions EngineOptionsFor(const std::string& dir) {
@@ -139,104 +85,6 @@ const std::vector<std::vector<int32_t>>& LocalTokens(const std::string& dir) {
   }
   return *tokens;
 }
-
-// Polls `cond` every 10 ms until it holds or `timeout` passes; returns its last value.
-template <typename F>
-bool Eventually(F cond, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!cond()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return true;
-}
-
-// The ranks of a group as threads of this process, each with a WorkerRank serving
-// sessions until stopped. Every wait has a deadline; a rank that does not stop in time
-// fails the test and is abandoned (leaked, its thread detached) rather than hang it.
-class Ranks {
- public:
-  Ranks(std::string dir, int port, int32_t tensor)
-      : dir_(std::move(dir)), port_(port), tensor_(tensor) {}
-  ~Ranks() {
-    for (auto& [rank, w] : workers_) w.worker->Stop();
-    std::vector<int32_t> ranks;
-    for (auto& [rank, w] : workers_) ranks.push_back(rank);
-    for (int32_t rank : ranks) (void)StopRank(rank);
-  }
-
-  WorkerOptions Options(int32_t rank, Device device = Device::kCpu) const {
-    WorkerOptions o;
-    o.scheduler = absl::StrCat("127.0.0.1:", port_);
-    o.model.dir = dir_;
-    o.stage = rank / tensor_;
-    o.tp_rank = rank % tensor_;
-    o.device.type = device;
-    o.device.threads = 1;
-    o.host = "127.0.0.1";
-    o.name = absl::StrCat("rank", rank, "-", ++started_);
-    o.retry = absl::Milliseconds(200);
-    return o;
-  }
-
-  void StartRank(int32_t rank) { Start(rank, Options(rank)); }
-
-  void Start(int32_t rank, WorkerOptions options) {
-    ASSERT_EQ(workers_.count(rank), 0u) << "rank " << rank << " is running";
-    Worker& w = workers_[rank];
-    w.worker = std::make_unique<WorkerRank>(std::move(options));
-    auto promise = std::make_shared<std::promise<absl::Status>>();
-    w.done = promise->get_future();
-    WorkerRank* raw = w.worker.get();
-    w.thread = std::thread([raw, promise] { promise->set_value(raw->Run()); });
-  }
-
-  WorkerRank& worker(int32_t rank) { return *workers_.at(rank).worker; }
-
-  // Waits for rank's Run() to return by itself (a configuration error).
-  absl::Status WaitExit(int32_t rank, absl::Duration timeout) {
-    Worker& w = workers_.at(rank);
-    if (w.done.wait_for(absl::ToChronoMilliseconds(timeout)) != std::future_status::ready) {
-      return absl::DeadlineExceededError("the worker is still running");
-    }
-    absl::Status s = w.done.get();
-    w.thread.join();
-    workers_.erase(rank);
-    return s;
-  }
-
-  // Stops the rank and joins its thread; returns Run()'s status.
-  absl::Status StopRank(int32_t rank, absl::Duration timeout = absl::Seconds(30)) {
-    auto it = workers_.find(rank);
-    if (it == workers_.end()) return absl::NotFoundError("not running");
-    Worker& w = it->second;
-    w.worker->Stop();
-    absl::Status s;
-    if (w.done.wait_for(absl::ToChronoMilliseconds(timeout)) == std::future_status::ready) {
-      s = w.done.get();
-      w.thread.join();
-    } else {
-      ADD_FAILURE() << "rank " << rank << " did not stop within " << timeout;
-      s = absl::DeadlineExceededError("did not stop");
-      w.thread.detach();
-      (void)w.worker.release();  // its thread may still use it
-    }
-    workers_.erase(it);
-    return s;
-  }
-
- private:
-  struct Worker {
-    std::unique_ptr<WorkerRank> worker;
-    std::thread thread;
-    std::future<absl::Status> done;
-  };
-  std::string dir_;
-  int port_;
-  int32_t tensor_;
-  mutable int started_ = 0;
-  std::map<int32_t, Worker> workers_;
-};
 
 GroupExecutorOptions GroupOptionsFor(const std::string& dir, int32_t pipeline, int32_t tensor) {
   GroupExecutorOptions go;

@@ -1,0 +1,33 @@
+// Settings of the CUDA twin, read once from the environment:
+//   ORCA_CUDA_TWIN_DEVICES        devices this process sees (default 8; 0: none, as on a
+//                                 machine without a GPU)
+//   ORCA_CUDA_TWIN_DEVICE_MEMORY  memory of each device in bytes, or with a K/M/G/Ki/Mi/Gi
+//                                 suffix (default 16Gi): what cudaMemGetInfo reports and
+//                                 where cudaMalloc starts failing
+//   ORCA_CUDA_TWIN_SEED           seed of the shuffled block order (default 1)
+//   ORCA_CUDA_TWIN_POISON         0 turns off the NaN poison of new device allocations and
+//                                 shared memory (default 1)
+// A malformed value is reported on stderr once and leaves the process without devices
+// (every call then fails with cudaErrorInitializationError). Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace orca::cuda_twin {
+
+struct TwinConfig {
+  int devices = 8;
+  size_t device_memory = size_t{16} << 30;
+  uint64_t seed = 1;
+  bool poison = true;
+  std::string error;  // non-empty: the environment was malformed
+};
+
+const TwinConfig& Config();
+
+// Parses "1024", "64Mi", "16G" (SI) or "16Gi" (binary); false on anything else.
+bool ParseBytes(const std::string& text, size_t* out);
+
+}  // namespace orca::cuda_twin
