@@ -140,7 +140,7 @@ class PeerMesh {
   struct Peer {
     int fd = -1;
     absl::Mutex send_mu;  // one writer at a time on the socket
-    uint64_t sent = 0 ABSL_GUARDED_BY(send_mu);
+    uint64_t sent ABSL_GUARDED_BY(send_mu) = 0;
   };
 
   void ReceiveLoop(int peer);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Enforces the ABSL_GUARDED_BY / ABSL_*_LOCKS_REQUIRED / ABSL_LOCKS_EXCLUDED annotations:
-# parses every C++ translation unit of engine/ and controller/ (tests, benchmarks and .cu
-# files aside) with clang's -Wthread-safety, using the include paths and defines of
+# parses every C++ translation unit of engine/, controller/ and cuda_twin/ (tests,
+# benchmarks and .cu files aside; cuda_twin/ is in the CUDA twin's build only) with
+# clang's -Wthread-safety, using the include paths and defines of
 # ${ORCA_BUILD_DIR:-build}/compile_commands.json (the build itself uses g++, which ignores
 # the annotations). Syntax only, no code generation; ORCA_JOBS files in parallel.
 # Arguments, if any, limit the check to files under those paths (e.g. engine/group).
@@ -69,7 +70,7 @@ for entry in json.load(open(db)):
     path = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
     rel = os.path.relpath(path, root)
     parts = rel.split(os.sep)
-    if (parts[0] not in ("engine", "controller") or "tests" in parts or "bench" in parts
+    if (parts[0] not in ("engine", "controller", "cuda_twin") or "tests" in parts or "bench" in parts
             or not rel.endswith((".cc", ".cpp", ".cxx")) or rel in seen
             or (only and not any(rel == p or rel.startswith(p + os.sep) for p in only))):
         continue

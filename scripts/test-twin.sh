@@ -18,5 +18,9 @@ fi
 if [ -z "${ORCA_CONTROLLER_BIN:-}" ] && [ -x "$main_build/controller/orca-controller" ]; then
   export ORCA_CONTROLLER_BIN=$PWD/$main_build/controller/orca-controller
 fi
+# The twin's own lock annotations (the main build has no cuda_twin/).
+if [ "${ORCA_SKIP_THREAD_SAFETY:-0}" != 1 ]; then
+  ORCA_BUILD_DIR=$build scripts/check-thread-safety.sh cuda_twin
+fi
 echo "[twin] running the gpu-twin tests in $build"
 ctest --test-dir "$build" --output-on-failure -L gpu-twin -j "${ORCA_TEST_JOBS:-2}" "$@"

@@ -3,9 +3,10 @@
 // GPUs, Gloo (TCP) on CPUs. Nothing tensor-sized travels over the gRPC control plane.
 //
 // Buffers are backend memory of the rank's backend (device pointers for CUDA). Calls
-// are issued in the same order on every rank of the group; they may complete
-// asynchronously on the backend's stream (NCCL), so a later CopyToHost/Synchronize on
-// the backend observes their results. One communicator is used by one thread.
+// are issued in the same order on every rank of the group and return once the
+// operation has completed (Gloo's are blocking; NCCL's communicator waits for its
+// stream, so that a dead peer becomes an error instead of a hang: see
+// engine/comm/nccl/nccl_communicator.h). One communicator is used by one thread.
 #pragma once
 
 #include <cstddef>
