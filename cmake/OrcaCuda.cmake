@@ -78,7 +78,7 @@ function(orca_cuda_kernels_library)
     file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${abs})
     string(REGEX REPLACE "\\.cu$" ".twin.cc" out ${PROJECT_BINARY_DIR}/cuda_twin_src/${rel})
     add_custom_command(OUTPUT ${out}
-      COMMAND Python3::Interpreter ${translator} ${abs} ${out}
+      COMMAND Python3::Interpreter ${translator} ${abs} ${out} ${rel}
       DEPENDS ${abs} ${translator}
       COMMENT "cuda twin: translating ${rel}" VERBATIM)
     list(APPEND host_sources ${out})

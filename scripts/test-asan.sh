@@ -27,8 +27,9 @@ if [ -z "${ORCA_CONTROLLER_BIN:-}" ] && [ -x "$main_build/controller/orca-contro
 fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-echo "[asan] running the gpu-twin tests in $build"
+echo "[asan] built in ${SECONDS} s; running the gpu-twin tests in $build"
 ctest --test-dir "$build" --output-on-failure -L gpu-twin -LE e2e -j "${ORCA_TEST_JOBS:-2}"
 echo "[asan] running the serving e2e suites against $ORCA_BIN"
 node --test --test-concurrency=1 e2e/serving/openai_client.test.mjs e2e/serving/bad_input.test.mjs \
   e2e/serving/cancellation.test.mjs e2e/serving/group.test.mjs
+echo "[asan] done in ${SECONDS} s"

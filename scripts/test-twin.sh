@@ -22,5 +22,6 @@ fi
 if [ "${ORCA_SKIP_THREAD_SAFETY:-0}" != 1 ]; then
   ORCA_BUILD_DIR=$build scripts/check-thread-safety.sh cuda_twin
 fi
-echo "[twin] running the gpu-twin tests in $build"
+echo "[twin] built and checked in ${SECONDS} s; running the gpu-twin tests in $build"
 ctest --test-dir "$build" --output-on-failure -L gpu-twin -j "${ORCA_TEST_JOBS:-2}" "$@"
+echo "[twin] done in ${SECONDS} s"

@@ -6,6 +6,7 @@ scripts/install-deps.sh
 scripts/build.sh
 build=${ORCA_BUILD_DIR:-build}
 ctest --test-dir "$build" --output-on-failure -j "${ORCA_TEST_JOBS:-2}" "$@"
+echo "[test] main build and tests done in ${SECONDS} s"
 # The lock annotations (ABSL_GUARDED_BY, ...) under clang's -Wthread-safety, which g++
 # ignores (skip: ORCA_SKIP_THREAD_SAFETY=1).
 if [ "${ORCA_SKIP_THREAD_SAFETY:-0}" != 1 ]; then
