@@ -2,7 +2,8 @@
 //   ORCA_CUDA_TWIN_DEVICES        devices this process sees (default 8; 0: none, as on a
 //                                 machine without a GPU)
 //   ORCA_CUDA_TWIN_DEVICE_MEMORY  memory of each device in bytes, or with a K/M/G/Ki/Mi/Gi
-//                                 suffix (default 16Gi): what cudaMemGetInfo reports and
+//                                 suffix (default 1Gi: poisoned memory is real host memory
+//                                 once allocated): what cudaMemGetInfo reports and
 //                                 where cudaMalloc starts failing
 //   ORCA_CUDA_TWIN_SEED           seed of the shuffled block order (default 1)
 //   ORCA_CUDA_TWIN_POISON         0 turns off the NaN poison of new device allocations and
@@ -19,7 +20,7 @@ namespace orca::cuda_twin {
 
 struct TwinConfig {
   int devices = 8;
-  size_t device_memory = size_t{16} << 30;
+  size_t device_memory = size_t{1} << 30;
   uint64_t seed = 1;
   bool poison = true;
   std::string error;  // non-empty: the environment was malformed

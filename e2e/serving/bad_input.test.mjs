@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startServer, skipOrFail, missingPrerequisite } from './orca_server.mjs';
+import { startServer, skipOrFail, missingPrerequisite, metricValue } from './orca_server.mjs';
 
 let server;
 const KEY = 'sk-test-orca';
@@ -133,4 +133,34 @@ test('the waiting queue is bounded: 429 with Retry-After', async (t) => {
   } finally {
     assert.equal(await small.stop(), 0);
   }
+});
+
+// Issue 16, bug 1: without chunked prefill a prompt over --max-batched-tokens can never
+// be scheduled; it used to wait at the head of the queue forever, and every request
+// behind it with it. It is refused at once, naming the limit.
+test('a prompt over --max-batched-tokens without chunked prefill: 400, and serving goes on', async (t) => {
+  if (skipOrFail(t)) return;
+  const small = await startServer(['--no-chunked-prefill', '--max-batched-tokens', '64']);
+  let exitCode;
+  try {
+    const post = (body) => fetch(`${small.baseURL}${C}`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+      signal: AbortSignal.timeout(20000),
+    });
+    const prompt = Array.from({ length: 100 }, (_, i) => i + 1);
+    const res = await post({ model: 'stories260K', prompt, max_tokens: 4 });
+    const text = await res.text();
+    assert.equal(res.status, 400, text);
+    const err = JSON.parse(text).error;
+    assert.equal(err.type, 'invalid_request_error', text);
+    assert.match(err.message, /the prompt has 100 tokens but --max-batched-tokens is 64 and chunked prefill is off/);
+    const next = await post({ ...ok, temperature: 0, max_tokens: 8 });
+    assert.equal(next.status, 200);
+    assert.equal((await next.json()).choices[0].text, ', there was a little girl');
+    const metrics = await (await fetch(`${small.baseURL}/metrics`)).text();
+    assert.equal(metricValue(metrics, 'orca_num_requests_waiting'), 0, 'nothing is left waiting');
+  } finally {
+    exitCode = await small.stop();  // (asserted below, so a failure above is the one reported)
+  }
+  assert.equal(exitCode, 0);
 });

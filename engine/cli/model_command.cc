@@ -1,7 +1,6 @@
 // `orca model inspect DIR` and `orca model random --preset NAME --out DIR`.
 #include <cstdio>
 #include <iostream>
-#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -33,7 +32,11 @@ std::string HumanBytes(double b) {
   return absl::StrFormat("%.1f %s", b, units[u]);
 }
 
+// Checks `dir` as `orca serve` does before it allocates anything, in the same functions
+// (config.json bounds, the checkpoint's tensors against it, the tokenizer), so inspect
+// fails, with the same message, on every directory serve refuses; then describes it.
 absl::Status Inspect(const std::string& dir, bool list_tensors) {
+  ORCA_ASSIGN_OR_RETURN(auto tok, Tokenizer::FromDirectory(dir));  // Engine::Create's order
   ORCA_ASSIGN_OR_RETURN(ModelConfig c, LoadModelConfig(dir));
   ORCA_ASSIGN_OR_RETURN(auto ckpt, Checkpoint::Open(dir));
   std::cout << absl::StrFormat(
@@ -47,33 +50,19 @@ absl::Status Inspect(const std::string& dir, bool list_tensors) {
       c.tie_word_embeddings ? "yes" : "no", DTypeName(c.dtype),
       absl::StrJoin(c.eos_token_ids, ", "), CountParameters(c), CountParameters(c) / 1e6);
   std::cout << "files              " << ckpt->Describe() << "\n";
-  // Re-open the files to list what they hold (the checkpoint validates them).
-  std::map<std::string, HostTensorView> all;
   size_t bytes = 0;
-  for (const std::string& name : {std::string("model.safetensors")}) {
-    auto f = SafetensorsFile::Open(dir + "/" + name);
-    if (!f.ok()) break;
-    for (const auto& [n, v] : (*f)->tensors()) {
-      bytes += v.nbytes;
-      all[n] = v;
-    }
-    std::cout << "tensors            " << all.size() << " ("
-              << HumanBytes(static_cast<double>(bytes)) << ")\n";
-    if (list_tensors) {
-      for (const auto& [n, v] : all) {
-        std::cout << absl::StrFormat("  %-60s %-5s [%s]\n", n, v.dtype_name,
-                                     absl::StrJoin(v.shape, ", "));
-      }
+  for (const auto& [n, v] : ckpt->tensors()) bytes += v->nbytes;
+  std::cout << "tensors            " << ckpt->tensors().size() << " ("
+            << HumanBytes(static_cast<double>(bytes)) << ")\n";
+  if (list_tensors) {
+    for (const auto& [n, v] : ckpt->tensors()) {
+      std::cout << absl::StrFormat("  %-60s %-5s [%s]\n", n, v->dtype_name,
+                                   absl::StrJoin(v->shape, ", "));
     }
   }
-  auto tok = Tokenizer::FromDirectory(dir);
-  if (tok.ok()) {
-    std::cout << "tokenizer          vocab " << (*tok)->vocab_size() << ", bos "
-              << ((*tok)->bos_id() ? absl::StrCat(*(*tok)->bos_id()) : "none") << ", eos "
-              << ((*tok)->eos_id() ? absl::StrCat(*(*tok)->eos_id()) : "none") << "\n";
-  } else {
-    std::cout << "tokenizer          unavailable: " << tok.status().message() << "\n";
-  }
+  std::cout << "tokenizer          vocab " << tok->vocab_size() << ", bos "
+            << (tok->bos_id() ? absl::StrCat(*tok->bos_id()) : "none") << ", eos "
+            << (tok->eos_id() ? absl::StrCat(*tok->eos_id()) : "none") << "\n";
   return absl::OkStatus();
 }
 

@@ -1,13 +1,17 @@
 // `orca serve`: one model behind the OpenAI-compatible HTTP API, with metrics.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "engine/chat/chat_template.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/worker_supervisor.h"
@@ -30,9 +34,47 @@ constexpr char kFallbackChatTemplate[] =
     "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}assistant:{% endif %}";
 
+// How long the shutdown after SIGTERM/SIGINT may take (stop admitting, fail the open
+// requests, close the transports) before the process exits regardless. Within
+// Kubernetes' default grace period of 30 s.
+// TODO(config): make it a setting (server.shutdown_timeout_s).
+constexpr absl::Duration kShutdownDeadline = absl::Seconds(20);
+
 std::atomic<bool> g_stop{false};
 
-void OnSignal(int) { g_stop = true; }
+// The first signal asks for a shutdown; a second one, while it runs, exits at once.
+void OnSignal(int) {
+  if (g_stop.exchange(true)) _exit(1);
+}
+
+// Exits the process (status 1, logged) if it is still running `deadline` from now: the
+// last resort when a part does not stop (an executor waiting on a hung worker, a
+// connection that never ends). Workers die with this process (PR_SET_PDEATHSIG).
+void ExitIfStillRunningAfter(absl::Duration deadline) {
+  std::thread([deadline] {
+    absl::SleepFor(deadline);
+    ORCA_LOG(ERROR) << "shutdown did not finish within " << absl::FormatDuration(deadline)
+                    << "; exiting without waiting any longer";
+    std::_Exit(1);
+  }).detach();
+}
+
+// Shuts serving down in the order that lets every part finish: stop admitting on every
+// transport; stop the engine, which fails the open requests with Unavailable (HTTP 503,
+// gRPC UNAVAILABLE: retriable), so that their handlers return; then close the transports
+// (which wait for their handlers). Stopping the transports first would wait for every
+// open request to generate to its end.
+void Shutdown(Engine& engine, HttpServer& http, GrpcServer* grpc) {
+  const absl::Time start = absl::Now();
+  ExitIfStillRunningAfter(kShutdownDeadline);
+  ORCA_LOG(INFO) << "shutting down: no new requests; open requests fail (retriable)";
+  http.BeginShutdown();
+  if (grpc != nullptr) grpc->BeginShutdown();
+  engine.Stop();
+  if (grpc != nullptr) grpc->Stop();
+  http.Stop();
+  ORCA_LOG(INFO) << "shut down in " << absl::FormatDuration(absl::Now() - start);
+}
 
 // `orca serve` (Role::kServe) runs the engine in-process, or with --tensor-parallel /
 // --pipeline-parallel a local group whose workers it spawns; `orca scheduler`
@@ -147,6 +189,7 @@ absl::Status Serve(const EngineConfig& config, Role role) {
     go.address = absl::StrCat(so.host, ":", config.server.grpc_port);
     go.served_model_name = so.served_model_name;
     go.ready = so.ready;
+    go.api_key = so.api_key;  // one key, one check (Authenticator) for every transport
     ORCA_ASSIGN_OR_RETURN(grpc, GrpcServer::Start(e, go));
     std::cout << "orca: gRPC on " << so.host << ":" << grpc->port() << std::endl;
   }
@@ -154,10 +197,7 @@ absl::Status Serve(const EngineConfig& config, Role role) {
   std::cout << "orca: serving " << so.served_model_name << " on http://" << so.host << ":"
             << http->port() << std::endl;
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ORCA_LOG(INFO) << "shutting down";
-  if (grpc) grpc->Stop();
-  http->Stop();
-  engine->Stop();
+  Shutdown(*engine, *http, grpc.get());
   return absl::OkStatus();
 }
 

@@ -60,7 +60,7 @@ struct DeviceOptions {
 struct KvCacheOptions {
   int32_t block_size = 16;  // tokens per block
   int32_t num_blocks = 0;   // 0 = from size_mib
-  int32_t size_mib = 1024;  // budget per rank
+  int32_t size_mib = 0;     // budget per rank; 0 = auto (kv_cache_sizing.h)
 };
 
 struct SchedulerOptions {

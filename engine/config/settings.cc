@@ -193,8 +193,11 @@ std::vector<Setting> BuildSettings() {
   // kv_cache
   s.push_back(Int("kv_cache.block_size", "block-size", &C::kv_cache, &KvCacheOptions::block_size, 1,
                   1024, kServing | kGenerate, "KV cache block size in tokens"));
-  s.push_back(Int("kv_cache.size_mib", "kv-cache-mib", &C::kv_cache, &KvCacheOptions::size_mib, 1,
-                  1 << 20, kServing | kGenerate, "KV cache size per rank in MiB"));
+  s.push_back(Int("kv_cache.size_mib", "kv-cache-mib", &C::kv_cache, &KvCacheOptions::size_mib, 0,
+                  1 << 20, kServing | kGenerate,
+                  "KV cache size per rank in MiB; 0 = auto: a single CUDA process gives it what "
+                  "gpu-memory-fraction of the device leaves after the weights and the peak "
+                  "activations of a profiling pass, anything else 1024 MiB"));
   s.push_back(Int("kv_cache.num_blocks", "num-kv-blocks", &C::kv_cache, &KvCacheOptions::num_blocks,
                   0, 1 << 26, kServing | kGenerate,
                   "KV cache size per rank in blocks (overrides kv-cache-mib; 0 = off)"));

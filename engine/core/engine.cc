@@ -32,7 +32,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model.dir));
   if (executor == nullptr) {
     ORCA_ASSIGN_OR_RETURN(auto local, LocalExecutor::Create(LocalExecutorOptions{
-                                          options.model, options.device, options.kv_cache}));
+                                          options.model, options.device, options.kv_cache,
+                                          options.scheduler}));
     ORCA_LOG(INFO) << "engine: weights " << local->runner().weight_bytes() / (1 << 20)
                    << " MiB, KV cache " << local->runner().kv_cache_bytes() / (1 << 20) << " MiB";
     executor = std::move(local);
@@ -49,6 +50,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->pool_ =
       std::make_unique<KvBlockPool>(e->executor_->num_kv_blocks(), e->executor_->block_size());
   e->scheduler_ = std::make_unique<IterationScheduler>(sc, e->pool_.get());
+  e->limits_ = e->scheduler_->limits();  // Submit refuses what the scheduler never could run
+  e->limits_.vocab_size = c.vocab_size;
   {
     absl::MutexLock lock(&e->mu_);
     e->outputs_ = std::make_unique<OutputProcessor>(*e->tokenizer_, IsRequestLevel(sc.policy));
@@ -82,10 +85,7 @@ void Engine::Stop() {
 
 absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {
   const ModelConfig& c = executor_->config();
-  ORCA_RETURN_IF_ERROR(
-      ValidateRequest(params.prompt_tokens, params.max_tokens,
-                      RequestLimits{c.vocab_size, scheduler_config_.max_model_len,
-                                    int64_t{pool_->num_blocks()} * pool_->block_size()}));
+  ORCA_RETURN_IF_ERROR(ValidateRequest(params.prompt_tokens, params.max_tokens, limits_));
   auto r = std::make_unique<Request>();
   r->prompt_tokens = std::move(params.prompt_tokens);
   r->sampling = params.sampling;

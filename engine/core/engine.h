@@ -22,6 +22,7 @@
 #include "engine/core/executor.h"
 #include "engine/core/output_processor.h"
 #include "engine/core/request_stream.h"
+#include "engine/sched/request_limits.h"
 #include "engine/sched/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -76,8 +77,10 @@ class Engine {
   // Stops the thread; unfinished requests get an abort event.
   void Stop();
 
-  // Validates and queues a request. Fails with InvalidArgument (bad tokens, too long)
-  // or ResourceExhausted (waiting queue full). The stream receives every event.
+  // Validates and queues a request. Fails with InvalidArgument when it could never be
+  // scheduled (bad tokens, over the context or the KV cache, or, without chunked
+  // prefill, a prompt over max_batched_tokens) or ResourceExhausted (waiting queue
+  // full). The stream receives every event.
   absl::StatusOr<std::shared_ptr<RequestStream>> Submit(GenerateParams params);
   // Aborts a request (client gone); its blocks are freed at the next iteration.
   void Abort(uint64_t request_id);
@@ -128,6 +131,7 @@ class Engine {
 
   EngineOptions options_;
   SchedulerConfig scheduler_config_;  // options_.scheduler with the derived limits
+  RequestLimits limits_;              // what Submit accepts; fixed after Create
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<KvBlockPool> pool_;

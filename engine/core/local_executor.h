@@ -1,6 +1,12 @@
 // LocalExecutor: the Executor of a single-process engine: one backend (CPU or CUDA)
 // and one ModelRunner holding the whole model. Submit runs the plan at once; Wait
 // returns its result.
+//
+// On CUDA with the KV cache size left to auto (kv_cache_sizing.h), Create loads the
+// weights with a probe cache, runs a profiling pass at the scheduler's largest iteration
+// (`scheduler.max_batched_tokens` over `scheduler.max_batch_size` sequences), and gives
+// the cache what the device's memory budget leaves; it logs the arithmetic and fails
+// with ResourceExhausted when not one max-length sequence fits.
 #pragma once
 
 #include <memory>
@@ -18,7 +24,8 @@ namespace orca {
 struct LocalExecutorOptions {
   ModelOptions model;
   DeviceOptions device;
-  KvCacheOptions kv_cache;  // sized by KvCacheBlocks for one rank
+  KvCacheOptions kv_cache;     // sized by KvCacheBlocks, or by memory (see above)
+  SchedulerOptions scheduler;  // the largest iteration, for the profiling pass
 };
 
 class LocalExecutor : public Executor {

@@ -7,6 +7,8 @@
 #include "absl/strings/str_join.h"
 #include "engine/common/file_util.h"
 #include "engine/common/status_macros.h"
+#include "engine/model/checkpoint_layout.h"
+#include "engine/model/model_config.h"
 
 namespace orca {
 
@@ -70,10 +72,24 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& 
                                               shard, " but that file does not contain it"));
     }
   }
+  // Only the headers have been read (the files are mapped): check the configuration
+  // against them before anyone allocates what it describes.
+  ORCA_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
+  ORCA_RETURN_IF_ERROR(CheckCheckpointLayout(config, JoinPath(dir, "config.json"), *ckpt));
   return ckpt;
 }
 
 bool Checkpoint::Has(const std::string& name) const { return tensors_.count(name) > 0; }
+
+const HostTensorView* Checkpoint::Find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : it->second;
+}
+
+std::string Checkpoint::FileOf(const std::string& name) const {
+  auto it = owner_.find(name);
+  return it == owner_.end() ? std::string() : it->second->path();
+}
 
 std::string Checkpoint::Describe() const {
   std::vector<std::string> paths;

@@ -11,9 +11,11 @@ namespace {
 
 using json = nlohmann::json;
 
-// Reads an integer field; `fallback` < 0 means required.
-absl::StatusOr<int64_t> GetInt(const json& j, const char* key, int64_t fallback,
-                               const std::string& source) {
+// Reads an integer field; `fallback` < 0 means required. A value outside [1, max] fails
+// naming the file and the key: sizes come from untrusted files, and everything the
+// model allocates is derived from them.
+absl::StatusOr<int64_t> GetSize(const json& j, const char* key, int64_t fallback, int64_t max,
+                                const std::string& source) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
     if (fallback >= 0) return fallback;
@@ -23,12 +25,26 @@ absl::StatusOr<int64_t> GetInt(const json& j, const char* key, int64_t fallback,
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": field '", key, "' must be an integer"));
   }
-  int64_t v = it->get<int64_t>();
-  if (v < 0 || v > (int64_t{1} << 31)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": field '", key, "' out of range: ", v));
+  // (Integers beyond int64 parse as unsigned: out of range too.)
+  const int64_t v = it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX}
+                        ? INT64_MAX
+                        : it->get<int64_t>();
+  if (v < 1 || v > max) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": field '", key, "' is ", it->dump(),
+                                                   "; it must be in [1, ", max, "]"));
   }
   return v;
+}
+
+// Returns `hidden` / `heads` (the head dimension), failing when it does not divide.
+absl::StatusOr<int64_t> HeadDim(int64_t hidden, int64_t heads, const char* hidden_key,
+                                const char* heads_key, const std::string& src) {
+  if (hidden % heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(src, ": field '", hidden_key, "' (", hidden,
+                                                   ") is not a multiple of '", heads_key, "' (",
+                                                   heads, ")"));
+  }
+  return hidden / heads;
 }
 
 absl::StatusOr<double> GetDouble(const json& j, const char* key, double fallback,
@@ -68,15 +84,23 @@ absl::StatusOr<std::vector<int32_t>> GetIdList(const json& j, const char* key,
 }
 
 absl::Status ParseLlama(const json& j, const std::string& src, ModelConfig& c) {
-  ORCA_ASSIGN_OR_RETURN(int64_t hidden, GetInt(j, "hidden_size", -1, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t inter, GetInt(j, "intermediate_size", -1, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t layers, GetInt(j, "num_hidden_layers", -1, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t heads, GetInt(j, "num_attention_heads", -1, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t kv_heads, GetInt(j, "num_key_value_heads", heads, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t vocab, GetInt(j, "vocab_size", -1, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t max_pos, GetInt(j, "max_position_embeddings", 2048, src));
-  if (heads == 0) return absl::InvalidArgumentError(src + ": num_attention_heads must be > 0");
-  ORCA_ASSIGN_OR_RETURN(int64_t head_dim, GetInt(j, "head_dim", hidden / heads, src));
+  const ModelConfigBounds b;
+  ORCA_ASSIGN_OR_RETURN(int64_t hidden, GetSize(j, "hidden_size", -1, b.hidden_size, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t inter,
+                        GetSize(j, "intermediate_size", -1, b.intermediate_size, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t layers, GetSize(j, "num_hidden_layers", -1, b.layers, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t heads, GetSize(j, "num_attention_heads", -1, b.heads, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t kv_heads, GetSize(j, "num_key_value_heads", heads, b.heads, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t vocab, GetSize(j, "vocab_size", -1, b.vocab_size, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t max_pos,
+                        GetSize(j, "max_position_embeddings", 2048, b.positions, src));
+  int64_t head_dim = 0;
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+    ORCA_ASSIGN_OR_RETURN(head_dim, GetSize(j, "head_dim", -1, b.head_dim, src));
+  } else {
+    ORCA_ASSIGN_OR_RETURN(head_dim,
+                          HeadDim(hidden, heads, "hidden_size", "num_attention_heads", src));
+  }
   ORCA_ASSIGN_OR_RETURN(double eps, GetDouble(j, "rms_norm_eps", 1e-6, src));
   ORCA_ASSIGN_OR_RETURN(double theta, GetDouble(j, "rope_theta", 10000.0, src));
   c.hidden_size = static_cast<int32_t>(hidden);
@@ -108,19 +132,20 @@ absl::Status ParseLlama(const json& j, const std::string& src, ModelConfig& c) {
 }
 
 absl::Status ParseGpt2(const json& j, const std::string& src, ModelConfig& c) {
-  ORCA_ASSIGN_OR_RETURN(int64_t hidden, GetInt(j, "n_embd", -1, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t layers, GetInt(j, "n_layer", -1, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t heads, GetInt(j, "n_head", -1, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t vocab, GetInt(j, "vocab_size", -1, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t max_pos, GetInt(j, "n_positions", 1024, src));
-  ORCA_ASSIGN_OR_RETURN(int64_t inner, GetInt(j, "n_inner", 4 * hidden, src));
+  const ModelConfigBounds b;
+  ORCA_ASSIGN_OR_RETURN(int64_t hidden, GetSize(j, "n_embd", -1, b.hidden_size, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t layers, GetSize(j, "n_layer", -1, b.layers, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t heads, GetSize(j, "n_head", -1, b.heads, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t vocab, GetSize(j, "vocab_size", -1, b.vocab_size, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t max_pos, GetSize(j, "n_positions", 1024, b.positions, src));
+  ORCA_ASSIGN_OR_RETURN(int64_t inner, GetSize(j, "n_inner", 4 * hidden, b.intermediate_size, src));
   ORCA_ASSIGN_OR_RETURN(double eps, GetDouble(j, "layer_norm_epsilon", 1e-5, src));
-  if (heads == 0) return absl::InvalidArgumentError(src + ": n_head must be > 0");
+  ORCA_ASSIGN_OR_RETURN(int64_t head_dim, HeadDim(hidden, heads, "n_embd", "n_head", src));
   c.hidden_size = static_cast<int32_t>(hidden);
   c.num_layers = static_cast<int32_t>(layers);
   c.num_heads = static_cast<int32_t>(heads);
   c.num_kv_heads = c.num_heads;
-  c.head_dim = static_cast<int32_t>(hidden / heads);
+  c.head_dim = static_cast<int32_t>(head_dim);
   c.vocab_size = static_cast<int32_t>(vocab);
   c.max_position_embeddings = static_cast<int32_t>(max_pos);
   c.intermediate_size = static_cast<int32_t>(inner);

@@ -36,12 +36,29 @@ struct ModelConfig {
   int32_t bos_token_id = -1;
 };
 
-// Parses config.json text. `source` names the file in errors.
+// The largest values config.json may give, far beyond any published checkpoint. They
+// keep every size derived from a configuration (products of these) within int64 before
+// the checkpoint's tensors are compared with it (checkpoint_layout.h): a corrupt value
+// fails naming the file and the key instead of in an allocation.
+struct ModelConfigBounds {
+  int64_t layers = 1024;
+  int64_t hidden_size = int64_t{1} << 17;
+  int64_t intermediate_size = int64_t{1} << 20;
+  int64_t heads = 1024;  // attention heads, and key/value heads
+  int64_t head_dim = 512;
+  int64_t vocab_size = int64_t{1} << 24;
+  int64_t positions = int64_t{1} << 24;  // max_position_embeddings / n_positions
+};
+
+// Parses config.json text. `source` names the file in errors, with the key at fault:
+// a missing or non-integer size, one outside [1, ModelConfigBounds], a hidden size that
+// the head count does not divide (without an explicit head_dim), etc.
 absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
                                              const std::string& source);
 
 // Reads DIR/config.json and, when present, DIR/generation_config.json (whose
-// eos_token_id, int or list, overrides config.json's).
+// eos_token_id, int or list, overrides config.json's). Reads no weights: that the
+// checkpoint's tensors match is Checkpoint::Open's check.
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& dir);
 
 // Serialises `config` as a Hugging Face config.json (inverse of ParseModelConfig).

@@ -1,8 +1,12 @@
-// KvCacheBlocks: the one function that sizes the KV cache, for a single process (a
-// group of 1 x 1) and for every rank of a serving group alike. Pure; thread-safe.
+// How big the KV cache is: KvCacheBlocks for a fixed budget (a single process, a group
+// of 1 x 1, and every rank of a serving group alike), and KvBlocksFromMemory for a
+// cache sized by what a device's memory leaves (a single CUDA process). Pure;
+// thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "engine/config/engine_config.h"
@@ -10,13 +14,51 @@
 
 namespace orca {
 
+// The budget `kv.size_mib` = 0 (auto) stands for where the device's memory does not
+// size the cache (the CPU, serving groups).
+constexpr int32_t kDefaultKvCacheMib = 1024;
+
 // Returns how many KV blocks each rank of a group of `pipeline` stages x `tensor` ranks
-// allocates: `kv.num_blocks` when set, else the budget `kv.size_mib` divided by the
-// largest block any rank holds (ranks of a stage with more layers hold larger blocks;
-// every rank gets the same count, so one block id means the same tokens everywhere).
-// InvalidArgument for a block size out of [1, 1024] or a layout the model cannot be
-// split into; ResourceExhausted when the budget holds no block.
+// allocates: `kv.num_blocks` when set, else the budget `kv.size_mib` (0: the default
+// above) divided by the largest block any rank holds (ranks of a stage with more layers
+// hold larger blocks; every rank gets the same count, so one block id means the same
+// tokens everywhere). InvalidArgument for a block size out of [1, 1024] or a layout the
+// model cannot be split into; ResourceExhausted when the budget holds no block.
 absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipeline, int32_t tensor,
                                       const KvCacheOptions& kv);
+
+// Whether `kv` asks for a cache sized by device memory on `device` in a single process.
+bool KvCacheSizedByMemory(const KvCacheOptions& kv, Device device);
+
+// The arithmetic of a memory-sized KV cache, measured after the weights are loaded and a
+// profiling pass at the largest iteration has run with a small probe cache:
+//   budget      = what the backend may hold (memory_fraction x the device's memory)
+//   activations = in use - weights - probe cache  (the profiling pass's peak workspaces)
+//   reserve     = 2% of the budget (fragmentation, library workspaces)
+//   kv          = budget - weights - activations - reserve
+struct KvMemoryPlan {
+  size_t budget_bytes = 0;
+  size_t weight_bytes = 0;
+  size_t activation_bytes = 0;
+  size_t reserve_bytes = 0;
+  size_t kv_bytes = 0;
+  int32_t num_blocks = 0;
+  int64_t tokens = 0;  // num_blocks x block size
+  // One line: the arithmetic above with its figures, for the log.
+  std::string Describe() const;
+};
+
+struct MemoryMeasurement {
+  size_t budget_bytes = 0;  // Backend::GetMemoryInfo().total_bytes
+  size_t free_bytes = 0;    // Backend::GetMemoryInfo().free_bytes after the profiling pass
+  size_t weight_bytes = 0;
+  size_t probe_kv_bytes = 0;  // the probe cache, still allocated when measured
+};
+
+// Sizes the cache from `m`. ResourceExhausted, with the arithmetic, when the cache would
+// not hold one sequence of `max_model_len` tokens (plus a block for a partial last
+// one); InvalidArgument for a block size or bytes per block of 0.
+absl::StatusOr<KvMemoryPlan> KvBlocksFromMemory(const MemoryMeasurement& m, size_t bytes_per_block,
+                                                int32_t block_size, int64_t max_model_len);
 
 }  // namespace orca

@@ -44,18 +44,62 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "the number of KV blocks (", options.num_kv_blocks, ") must be set (KvCacheBlocks)"));
   }
-  r->kv_shape_.num_blocks = options.num_kv_blocks;
-  const int64_t slots = int64_t{r->kv_shape_.num_blocks} * options.block_size;
-  const int64_t width = int64_t{r->kv_shape_.num_kv_heads} * c.head_dim;
-  for (int32_t l = 0; l < r->num_local_layers_; ++l) {
-    for (auto* cache : {&r->k_cache_, &r->v_cache_}) {
-      ORCA_ASSIGN_OR_RETURN(auto buf,
-                            backend->Allocate(static_cast<size_t>(slots * width) * sizeof(float)));
-      cache->push_back(Tensor{buf->data(), DType::kF32, slots, width, 0});
-      r->kv_storage_.push_back(std::move(buf));
+  ORCA_RETURN_IF_ERROR(r->ResizeKvCache(options.num_kv_blocks));
+  return r;
+}
+
+absl::Status ModelRunner::ResizeKvCache(int32_t num_blocks) {
+  if (num_blocks <= 0 || num_blocks > INT32_MAX / kv_shape_.block_size) {
+    return absl::InvalidArgumentError(absl::StrCat("KV block count ", num_blocks, " out of range"));
+  }
+  // The old cache goes first: the new one may need its memory.
+  k_cache_.clear();
+  v_cache_.clear();
+  kv_storage_.clear();
+  kv_shape_.num_blocks = num_blocks;
+  const int64_t slots = int64_t{num_blocks} * kv_shape_.block_size;
+  const int64_t width = int64_t{kv_shape_.num_kv_heads} * config_.head_dim;
+  for (int32_t l = 0; l < num_local_layers_; ++l) {
+    for (auto* cache : {&k_cache_, &v_cache_}) {
+      auto buf = backend_->Allocate(static_cast<size_t>(slots * width) * sizeof(float));
+      if (!buf.ok()) {
+        k_cache_.clear();
+        v_cache_.clear();
+        kv_storage_.clear();
+        kv_shape_.num_blocks = 0;
+        return buf.status();
+      }
+      cache->push_back(Tensor{(*buf)->data(), DType::kF32, slots, width, 0});
+      kv_storage_.push_back(std::move(*buf));
     }
   }
-  return r;
+  return absl::OkStatus();
+}
+
+absl::Status ModelRunner::RunProfilingPass(int64_t max_tokens, int32_t max_seqs) {
+  const int32_t bs = kv_shape_.block_size;
+  const int64_t seqs = std::max<int64_t>(1, std::min<int64_t>(max_seqs, max_tokens));
+  IterationPlan plan;
+  int32_t next_block = 0;
+  int64_t left = max_tokens;
+  for (int64_t i = 0; i < seqs && left > 0; ++i) {
+    const int64_t n = std::min<int64_t>(left / (seqs - i), config_.max_position_embeddings);
+    ScheduledSequence s;
+    s.seq_id = i;
+    s.start_pos = 0;
+    s.sample = true;
+    s.token_ids.assign(static_cast<size_t>(std::max<int64_t>(n, 1)), 0);
+    const int32_t blocks = static_cast<int32_t>((s.token_ids.size() + bs - 1) / bs);
+    if (next_block + blocks > kv_shape_.num_blocks) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the profiling pass needs more than the ", kv_shape_.num_blocks, " KV blocks it has"));
+    }
+    for (int32_t b = 0; b < blocks; ++b) s.block_table.push_back(next_block++);
+    left -= static_cast<int64_t>(s.token_ids.size());
+    plan.seqs.push_back(std::move(s));
+  }
+  ORCA_RETURN_IF_ERROR(Forward(plan).status());
+  return backend_->Synchronize();
 }
 
 absl::Status ModelRunner::SetCommunicators(Communicator* tp_comm, Communicator* pp_comm) {
@@ -118,36 +162,56 @@ absl::Status ModelRunner::ValidatePlan(const IterationPlan& plan) const {
   return absl::OkStatus();
 }
 
-absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t index_ints) {
+absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t sampled_rows,
+                                          int64_t index_ints) {
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size, q = int64_t{shard_.local_heads(c)} * c.head_dim;
   const int64_t qkv = q + 2 * int64_t{shard_.local_kv_heads(c)} * c.head_dim;
   const int64_t inter = shard_.local_intermediate(c);
   const int64_t up = c.family == ModelFamily::kGpt2 ? inter : 2 * inter;
   const int64_t vocab = shard_.samples() ? c.vocab_size : 0;
-  if (num_tokens > ws_tokens_) {
-    const int64_t t = std::max<int64_t>(num_tokens, 16);
-    const int64_t per_token = 2 * h + qkv + q + up + inter + h + vocab;
-    ORCA_ASSIGN_OR_RETURN(ws_buffer_,
-                          backend_->Allocate(static_cast<size_t>(t * per_token) * sizeof(float)));
-    float* p = static_cast<float*>(ws_buffer_->data());
-    auto take = [&](int64_t cols) {
-      Tensor out{p, DType::kF32, t, cols, 0};
-      p += t * cols;
+  auto taker = [](float* p, int64_t rows) {
+    return [p, rows](int64_t cols) mutable {
+      Tensor out{p, DType::kF32, rows, cols, 0};
+      p += rows * cols;
       return out;
     };
+  };
+  if (num_tokens > ws_tokens_) {
+    const int64_t t = std::max<int64_t>(num_tokens, 16);
+    const int64_t per_token = 2 * h + qkv + q + up + inter;
+    // The old buffer goes before its successor is allocated (the memory may be needed);
+    // until that succeeds the runner has no workspace.
+    ws_buffer_.reset();
+    ws_tokens_ = 0;
+    ORCA_ASSIGN_OR_RETURN(ws_buffer_,
+                          backend_->Allocate(static_cast<size_t>(t * per_token) * sizeof(float)));
+    auto take = taker(static_cast<float*>(ws_buffer_->data()), t);
     x_ = take(h);
     h_ = take(h);
     qkv_ = take(qkv);
     attn_ = take(q);
     mlp_ = take(up);
     act_ = take(inter);
+    ws_tokens_ = t;
+  }
+  // The rows that sample (one per sequence, or every token for all_rows): their final
+  // hidden states and logits, sized by them and not by the batch's tokens.
+  if (sampled_rows > ws_rows_) {
+    const int64_t r = std::max<int64_t>(sampled_rows, 16);
+    rows_buffer_.reset();
+    ws_rows_ = 0;
+    ORCA_ASSIGN_OR_RETURN(rows_buffer_,
+                          backend_->Allocate(static_cast<size_t>(r * (h + vocab)) * sizeof(float)));
+    auto take = taker(static_cast<float*>(rows_buffer_->data()), r);
     final_rows_ = take(h);
     logits_ = take(vocab);
-    ws_tokens_ = t;
+    ws_rows_ = r;
   }
   if (index_ints > ws_ints_) {
     const int64_t n = std::max<int64_t>(index_ints * 2, 256);
+    index_buffer_.reset();
+    ws_ints_ = 0;
     ORCA_ASSIGN_OR_RETURN(index_buffer_,
                           backend_->Allocate(static_cast<size_t>(n) * sizeof(int32_t)));
     ws_ints_ = n;
@@ -272,7 +336,7 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
     for (size_t i = s.block_table.size(); i < static_cast<size_t>(max_blocks); ++i)
       idx.push_back(0);
   }
-  ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, static_cast<int64_t>(idx.size())));
+  ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, sample_slots, static_cast<int64_t>(idx.size())));
   int32_t* dev = static_cast<int32_t*>(index_buffer_->data());
   ORCA_RETURN_IF_ERROR(backend_->CopyToDevice(dev, idx.data(), idx.size() * sizeof(int32_t)));
   const int32_t* tokens = dev;

@@ -65,6 +65,24 @@ class ModelRunner {
   static size_t KvBytesPerBlock(const ModelConfig& config, const ModelShard& shard,
                                 int32_t block_size);
 
+  // KV bytes of a cache holding `num_blocks` blocks on this runner's shard.
+  size_t KvBytesFor(int32_t num_blocks) const {
+    return KvBytesPerBlock(config_, shard_, kv_shape_.block_size) * static_cast<size_t>(num_blocks);
+  }
+
+  // Replaces the KV cache with one of `num_blocks` blocks (the old one is freed first;
+  // its contents are lost). On failure the runner has no cache and must be resized
+  // again before Forward.
+  absl::Status ResizeKvCache(int32_t num_blocks);
+
+  // Runs one forward pass of the largest iteration the scheduler can plan: `max_tokens`
+  // tokens over min(`max_seqs`, `max_tokens`) sequences, each sampling, from position 0,
+  // so that every workspace reaches its peak size (and is kept: later iterations
+  // allocate nothing). The KV cache must hold ceil(max_tokens / block) +
+  // min(max_seqs, max_tokens) blocks; what it writes there is garbage. For sizing the
+  // KV cache from what memory is left (kv_cache_sizing.h).
+  absl::Status RunProfilingPass(int64_t max_tokens, int32_t max_seqs);
+
   const ModelConfig& config() const { return config_; }
   const ModelShard& shard() const { return shard_; }
   // Replaces the communicators (a serving group re-initialised with the same layout);
@@ -88,7 +106,10 @@ class ModelRunner {
  private:
   ModelRunner() = default;
   absl::Status ValidatePlan(const IterationPlan& plan) const;
-  absl::Status EnsureWorkspace(int64_t num_tokens, int64_t index_ints);
+  // Grows the workspaces to hold `num_tokens` activation rows, `sampled_rows` rows of
+  // final hidden states and logits, and `index_ints` index entries (kept at their
+  // largest size).
+  absl::Status EnsureWorkspace(int64_t num_tokens, int64_t sampled_rows, int64_t index_ints);
   // `layer` indexes the shard's layers.
   absl::Status RunLayer(int32_t layer, int64_t num_tokens, const int32_t* positions,
                         const int32_t* slot_mapping, const AttentionBatch& attn);
@@ -106,8 +127,9 @@ class ModelRunner {
 
   // Workspace, grown on demand.
   int64_t ws_tokens_ = 0;
+  int64_t ws_rows_ = 0;
   int64_t ws_ints_ = 0;
-  std::unique_ptr<DeviceBuffer> ws_buffer_, index_buffer_;
+  std::unique_ptr<DeviceBuffer> ws_buffer_, rows_buffer_, index_buffer_;
   Tensor x_, h_, qkv_, attn_, mlp_, act_, final_rows_, logits_;
 };
 

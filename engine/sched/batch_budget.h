@@ -21,11 +21,13 @@ class BatchBudget {
   // The tokens still available this iteration.
   int32_t tokens() const { return tokens_; }
   // Returns how many of a sequence's `remaining` tokens this iteration takes: all of
-  // them when they fit, else (chunked prefill) what is left of the budget, possibly 0;
-  // nullopt when they do not fit and may not be chunked (the sequence waits).
-  std::optional<int32_t> Fit(int32_t remaining) const {
+  // them when they fit, else (chunked prefill, or a `recompute`) what is left of the
+  // budget, possibly 0; nullopt when they do not fit and may not be chunked (the
+  // sequence waits). A recompute after preemption (prompt + generated tokens) is always
+  // chunkable: it may exceed max_batched_tokens, and waiting would stall it forever.
+  std::optional<int32_t> Fit(int32_t remaining, bool recompute = false) const {
     if (remaining <= tokens_) return remaining;
-    if (!chunked_) return std::nullopt;
+    if (!chunked_ && !recompute) return std::nullopt;
     return tokens_;
   }
   // Takes `n` tokens (at most tokens()).

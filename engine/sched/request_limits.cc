@@ -35,6 +35,14 @@ absl::Status ValidateRequest(absl::Span<const int32_t> prompt, int32_t max_token
                                                    " tokens of KV cache; the whole cache holds ",
                                                    limits.kv_cache_tokens));
   }
+  if (limits.max_unchunked_prompt > 0 &&
+      static_cast<int64_t>(prompt.size()) > limits.max_unchunked_prompt) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the prompt has ", prompt.size(), " tokens but --max-batched-tokens is ",
+        limits.max_unchunked_prompt,
+        " and chunked prefill is off (--no-chunked-prefill), so a prompt must fit in one "
+        "iteration; shorten the prompt, raise --max-batched-tokens or turn chunked prefill on"));
+  }
   return absl::OkStatus();
 }
 

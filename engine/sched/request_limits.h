@@ -16,6 +16,10 @@ struct RequestLimits {
   int32_t vocab_size = 0;       // 0: token ids are not checked
   int32_t max_model_len = 0;    // prompt + max_tokens at most
   int64_t kv_cache_tokens = 0;  // what the whole KV cache holds; 0: not checked
+  // The longest prompt one iteration schedules whole: max_batched_tokens when chunked
+  // prefill is off (a longer one would wait at the head of the queue forever); 0: not
+  // checked (chunked prefill cuts any prompt to fit).
+  int32_t max_unchunked_prompt = 0;
 };
 
 // The Status payload of a context-length error: "max_model_len,prompt,completion".

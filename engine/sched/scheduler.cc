@@ -34,15 +34,22 @@ IterationScheduler::IterationScheduler(const SchedulerConfig& config, KvBlockPoo
 
 absl::Status IterationScheduler::Add(std::unique_ptr<Request> request) {
   Request& r = *request;
-  ORCA_RETURN_IF_ERROR(ValidateRequest(
-      r.prompt_tokens, r.max_tokens,
-      RequestLimits{0, config_.max_model_len, int64_t{pool_->num_blocks()} * pool_->block_size()}));
+  ORCA_RETURN_IF_ERROR(ValidateRequest(r.prompt_tokens, r.max_tokens, limits()));
   if (requests_.count(r.id))
     return absl::AlreadyExistsError(absl::StrCat("request ", r.id, " exists"));
   r.status = RequestStatus::kWaiting;
   waiting_.push_back(&r);
   requests_[r.id] = std::move(request);
   return absl::OkStatus();
+}
+
+RequestLimits IterationScheduler::limits() const {
+  RequestLimits l;
+  l.max_model_len = config_.max_model_len;
+  l.kv_cache_tokens = int64_t{pool_->num_blocks()} * pool_->block_size();
+  // Without chunked prefill a prompt is scheduled whole, in one iteration.
+  if (!config_.chunked_prefill) l.max_unchunked_prompt = config_.max_batched_tokens;
+  return l;
 }
 
 Request* IterationScheduler::Get(uint64_t id) {
@@ -247,7 +254,7 @@ bool IterationScheduler::ScheduleRunning(Request& r, bool decode_pass, Scheduled
     AddRowOfCompleted(r, batch);
     return true;
   }
-  const std::optional<int32_t> n = budget.Fit(remaining);
+  const std::optional<int32_t> n = budget.Fit(remaining, /*recompute=*/r.num_preemptions > 0);
   // Not now: a prompt that may not be chunked waits (others may still fit); an empty
   // budget ends the pass.
   if (!n || *n == 0) return budget.tokens() > 0;
@@ -275,7 +282,10 @@ bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, BatchBudget& b
     r.prefix_hash = 0;
     return false;
   };
-  std::optional<int32_t> fit = budget.Fit(remaining);
+  // A preempted request recomputes its prompt and generated tokens, which may together
+  // exceed the budget: they are chunked even without chunked prefill (never stalling
+  // the queue). Add() refused prompts that can never fit unchunked.
+  std::optional<int32_t> fit = budget.Fit(remaining, /*recompute=*/r.num_preemptions > 0);
   if (!fit) {
     if (!request_level) return undo();
     fit = 0;  // a static batch's member: admitted now, prefilled in later iterations

@@ -30,6 +30,7 @@
 #include "engine/sched/batch_budget.h"
 #include "engine/sched/kv_capacity.h"
 #include "engine/sched/request.h"
+#include "engine/sched/request_limits.h"
 
 namespace orca {
 
@@ -62,10 +63,14 @@ class IterationScheduler {
  public:
   IterationScheduler(const SchedulerConfig& config, KvBlockPool* pool);
 
-  // Validates (ValidateRequest) and enqueues `request`. Fails (InvalidArgument) when it
-  // can never run: empty prompt, prompt + max_tokens over the context, or more KV blocks
-  // than exist.
+  // Validates (ValidateRequest against limits()) and enqueues `request`. Fails
+  // (InvalidArgument) when it can never run: empty prompt, prompt + max_tokens over the
+  // context, more KV blocks than exist, or (chunked prefill off) a prompt longer than
+  // max_batched_tokens.
   absl::Status Add(std::unique_ptr<Request> request);
+  // Returns what a request must fit to ever be scheduled (vocabulary unchecked); fixed
+  // at construction, so the Engine checks the same limits at Submit.
+  RequestLimits limits() const;
   // Finishes a request with kAbort at once, freeing its blocks, wherever it is. A
   // request in flight is finished when its batch returns. Returns false if unknown.
   bool Abort(uint64_t request_id);

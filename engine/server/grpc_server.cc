@@ -2,10 +2,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+
 #include "absl/strings/str_cat.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/server/api_error.h"
+#include "engine/server/authenticator.h"
 #include "engine/server/generation_service.h"
 #include "engine/server/openai_request.h"
 #include "orca/v1/inference.grpc.pb.h"
@@ -76,11 +79,29 @@ class GrpcServer::Service final : public v1::Inference::Service {
   Service(Engine* engine, GrpcServerOptions options)
       : engine_(engine),
         options_(std::move(options)),
+        authenticator_(options_.api_key),
         service_(engine,
                  GenerationService::Options{options_.served_model_name, options_.ready, nullptr}) {}
 
+  void BeginShutdown() { shutting_down_ = true; }
+
+  // Every method starts with Admit: authentication, then whether the server still admits.
+  grpc::Status Admit(const grpc::ServerContext& context) const {
+    absl::string_view authorization;
+    const auto& metadata = context.client_metadata();
+    if (auto it = metadata.find("authorization"); it != metadata.end()) {
+      authorization = absl::string_view(it->second.data(), it->second.size());
+    }
+    if (absl::Status s = authenticator_.Check(authorization); !s.ok()) return ToGrpc(s);
+    if (shutting_down_) {
+      return ToGrpc(absl::UnavailableError("the server is shutting down; retry the call"));
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override {
+    if (grpc::Status admitted = Admit(*context); !admitted.ok()) return admitted;
     if (request->prompt_case() == v1::GenerateRequest::PROMPT_NOT_SET) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "a prompt (text or token_ids) is required");
@@ -99,7 +120,11 @@ class GrpcServer::Service final : public v1::Inference::Service {
         }
         continue;
       }
-      if (ev.finish_reason == FinishReason::kError) return ToGrpc(ev.status);
+      // An abort with a status is the engine's (shutting down: UNAVAILABLE, retriable).
+      if (ev.finish_reason == FinishReason::kError ||
+          (ev.finish_reason == FinishReason::kAbort && !ev.status.ok())) {
+        return ToGrpc(ev.status.ok() ? absl::InternalError("generation failed") : ev.status);
+      }
       v1::GenerateResponse out;
       out.set_text(ev.text);
       for (int32_t t : ev.token_ids) out.add_token_ids(t);
@@ -132,6 +157,8 @@ class GrpcServer::Service final : public v1::Inference::Service {
  private:
   Engine* engine_;
   GrpcServerOptions options_;
+  Authenticator authenticator_;
+  std::atomic<bool> shutting_down_{false};
   GenerationService service_;
 };
 
@@ -153,6 +180,10 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(Engine* engine,
 }
 
 GrpcServer::~GrpcServer() { Stop(); }
+
+void GrpcServer::BeginShutdown() {
+  if (service_) service_->BeginShutdown();
+}
 
 void GrpcServer::Stop() {
   if (server_) {

@@ -1,7 +1,12 @@
 // GrpcServer: orca.v1.Inference/Generate (proto/orca/v1/inference.proto) with the
 // semantics of the HTTP API: a GenerateRequest is validated by the same parser as a
 // /v1/completions body, and each engine event becomes one streamed GenerateResponse.
-// A cancelled call aborts its request. Thread-safe; Start() returns once bound.
+// A cancelled call aborts its request. With an api_key every call must carry the metadata
+// `authorization: Bearer <key>` (the HTTP API's Authenticator decides, one check for
+// both transports); otherwise it fails UNAUTHENTICATED before anything is parsed.
+// Shutdown as HttpServer's: BeginShutdown() (new calls UNAVAILABLE), stop the engine
+// (open calls fail UNAVAILABLE, retriable), then Stop().
+// Thread-safe; Start() returns once bound.
 #pragma once
 
 #include <functional>
@@ -21,6 +26,7 @@ struct GrpcServerOptions {
   std::string address = "0.0.0.0:8001";  // port 0 picks a free port
   std::string served_model_name;
   std::function<bool()> ready;
+  std::string api_key;  // empty: no authentication
 };
 
 class GrpcServer {
@@ -28,6 +34,9 @@ class GrpcServer {
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(Engine* engine,
                                                            GrpcServerOptions options);
   ~GrpcServer();
+  // Fails every call that starts from now on with UNAVAILABLE (retriable). Does not wait.
+  void BeginShutdown();
+  // Stops serving: waits up to 2 s for open calls, then cancels them.
   void Stop();
   int port() const { return port_; }
 

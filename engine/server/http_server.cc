@@ -11,12 +11,14 @@
 #include <random>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/sched/request_limits.h"
 #include "engine/server/api_error.h"
 #include "engine/server/generation_service.h"
+#include "engine/server/internal/http_listener.h"
 #include "engine/server/openai_request.h"
 #include "engine/server/openai_response.h"
 
@@ -83,7 +85,11 @@ struct Generation {
     if (ev.finished) {
       c.finished = true;
       c.finish_reason = ev.finish_reason;
-      if (ev.finish_reason == FinishReason::kError && error.ok()) {
+      // An abort with a status is the engine's (shutting down: Unavailable), not the
+      // client's: the client gets the error (503, retriable), not a cut-short answer.
+      const bool failed = ev.finish_reason == FinishReason::kError ||
+                          (ev.finish_reason == FinishReason::kAbort && !ev.status.ok());
+      if (failed && error.ok()) {
         error = ev.status.ok() ? absl::InternalError("generation failed") : ev.status;
       }
     }
@@ -96,6 +102,47 @@ struct Generation {
     return true;
   }
 };
+
+// Reads the request body into `body` through `reader`, at most `max_bytes` of it.
+// Returns false once it has answered: 413 when the body passes the limit (checked as
+// the bytes arrive, so a chunked body is refused before it is read whole; a declared
+// Content-Length before anything is read), 400 when it cannot be read. Either way the
+// connection is closed after the answer: the rest of the body is never parsed as a next
+// request.
+bool ReadBody(const httplib::Request& req, httplib::Response& res,
+              const httplib::ContentReader& reader, size_t max_bytes, std::string* body) {
+  auto refuse = [&](int status, const std::string& message) {
+    ApiError e;
+    e.http_status = status;
+    e.message = message;
+    SendError(res, e);
+    res.set_header("Connection", "close");
+    HttpListener::CloseConnectionAfterResponse();
+    return false;
+  };
+  const std::string too_large = absl::StrCat("The request body is larger than the limit of ",
+                                             max_bytes, " bytes (--max-body-bytes).");
+  if (req.has_header("Content-Length")) {
+    uint64_t declared = 0;
+    if (!absl::SimpleAtoi(req.get_header_value("Content-Length"), &declared)) {
+      return refuse(400, "The Content-Length header is not a number.");
+    }
+    if (declared > max_bytes) return refuse(413, too_large);
+    body->reserve(declared);
+  }
+  bool over = false;
+  const bool complete = reader([&](const char* data, size_t n) {
+    if (n > max_bytes - body->size()) {
+      over = true;
+      return false;  // stop reading here
+    }
+    body->append(data, n);
+    return true;
+  });
+  if (over) return refuse(413, too_large);
+  if (!complete) return refuse(400, "The request body could not be read.");
+  return true;
+}
 
 bool WriteEvent(httplib::DataSink& sink, const std::string& data) {
   std::string frame = "data: " + data + "\n\n";
@@ -115,7 +162,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine,
   s->service_ = std::make_unique<GenerationService>(
       engine, GenerationService::Options{s->options_.served_model_name, s->options_.ready,
                                          s->options_.render_chat});
-  s->server_ = std::make_unique<httplib::Server>();
+  s->authenticator_ = Authenticator(s->options_.api_key);
+  s->server_ = std::make_unique<HttpListener>();
   const int threads = s->options_.num_threads;
   s->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s->server_->set_payload_max_length(s->options_.max_body_bytes);
@@ -160,8 +208,15 @@ absl::Status HttpServer::Start() {
   return absl::OkStatus();
 }
 
-void HttpServer::Stop() {
+void HttpServer::BeginShutdown() {
+  if (shutting_down_.exchange(true)) return;
+  // Closes the listening socket (new connections are refused) without waiting; idle
+  // keep-alive connections end, busy ones after their current request.
   if (server_) server_->stop();
+}
+
+void HttpServer::Stop() {
+  BeginShutdown();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -170,14 +225,20 @@ void HttpServer::Routes() {
   const std::string model_name = options_.served_model_name;
 
   srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (options_.api_key.empty()) return httplib::Server::HandlerResponse::Unhandled;
     const std::string& p = req.path;
-    if (p == "/health" || p == "/ready" || p == "/metrics" || p == "/version") {
-      return httplib::Server::HandlerResponse::Unhandled;
+    const bool probe = p == "/health" || p == "/ready" || p == "/metrics" || p == "/version";
+    if (shutting_down_ && !probe) {
+      SendError(res, FromStatus(absl::UnavailableError(
+                         "The server is shutting down; retry the request (on another replica).")));
+      res.set_header("Connection", "close");
+      HttpListener::CloseConnectionAfterResponse();  // the body, if any, is not read
+      return httplib::Server::HandlerResponse::Handled;
     }
-    if (req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
-      ApiError e = FromStatus(absl::UnauthenticatedError("Incorrect API key provided."));
-      SendError(res, e);
+    if (probe) return httplib::Server::HandlerResponse::Unhandled;
+    if (absl::Status s = authenticator_.Check(req.get_header_value("Authorization")); !s.ok()) {
+      SendError(res, FromStatus(s));
+      // The body is not read: the connection ends with this answer.
+      if (req.method == "POST") HttpListener::CloseConnectionAfterResponse();
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -212,7 +273,7 @@ void HttpServer::Routes() {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
   srv.Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
-    bool ready = !options_.ready || options_.ready();
+    bool ready = !shutting_down_ && (!options_.ready || options_.ready());
     res.status = ready ? 200 : 503;
     res.set_content(ready ? R"({"status":"ready"})" : R"({"status":"not ready"})",
                     "application/json");
@@ -232,8 +293,18 @@ void HttpServer::Routes() {
                     "application/json");
   });
 
-  srv.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    auto t = ParseTokenizeRequest(req.body);
+  // POST handlers get the body read by ReadBody (the limit holds for every encoding).
+  using BodyHandler = std::function<void(const std::string& body, httplib::Response& res)>;
+  auto with_body = [this](BodyHandler handler) {
+    return [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                                const httplib::ContentReader& reader) {
+      std::string body;
+      if (ReadBody(req, res, reader, options_.max_body_bytes, &body)) handler(body, res);
+    };
+  };
+
+  auto tokenize = [this](const std::string& body, httplib::Response& res) {
+    auto t = ParseTokenizeRequest(body);
     if (!t.ok()) return SendError(res, ErrorFrom(t.status()));
     if (auto s = service_->CheckModel(t->model); !s.ok()) return SendError(res, ErrorFrom(s));
     std::vector<int32_t> ids;
@@ -249,10 +320,10 @@ void HttpServer::Routes() {
         json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", engine_->max_model_len()}}
             .dump(),
         "application/json");
-  });
-  srv.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  };
+  auto detokenize = [this](const std::string& body, httplib::Response& res) {
     std::string model;
-    auto ids = ParseDetokenizeRequest(req.body, &model);
+    auto ids = ParseDetokenizeRequest(body, &model);
     if (!ids.ok()) return SendError(res, ErrorFrom(ids.status()));
     if (auto s = service_->CheckModel(model); !s.ok()) return SendError(res, ErrorFrom(s));
     for (int32_t t : *ids) {
@@ -264,11 +335,13 @@ void HttpServer::Routes() {
     }
     res.set_content(Dump(json{{"prompt", engine_->tokenizer().Decode(*ids, false)}}),
                     "application/json");
-  });
+  };
+  srv.Post("/tokenize", with_body(tokenize));
+  srv.Post("/detokenize", with_body(detokenize));
 
-  auto generate = [this, model_name](bool chat) {
-    return [=, this](const httplib::Request& req, httplib::Response& res) {
-      auto parsed = ParseOpenAiRequest(req.body, chat);
+  auto generate = [this, model_name, with_body](bool chat) {
+    return with_body([=, this](const std::string& body, httplib::Response& res) {
+      auto parsed = ParseOpenAiRequest(body, chat);
       if (!parsed.ok()) return SendError(res, ErrorFrom(parsed.status()));
       const OpenAiRequest& r = *parsed;
       auto started = service_->Start(r);
@@ -368,7 +441,7 @@ void HttpServer::Routes() {
         sink.done();
         return true;
       });
-    };
+    });
   };
   srv.Post("/v1/completions", generate(false));
   srv.Post("/v1/chat/completions", generate(true));

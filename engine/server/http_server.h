@@ -6,9 +6,20 @@
 //
 // Endpoints: POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize;
 // GET /v1/models, /health, /ready, /metrics, /version.
+//
+// Limits, whatever the transfer encoding: a request body over max_body_bytes is
+// answered 413 as soon as it passes the limit (its connection is then closed, the rest
+// is never read); JSON nested deeper than kMaxJsonDepth is a 400. With an api_key, every
+// endpoint but the probes (/health, /ready, /metrics, /version) asks the Authenticator
+// (engine/server/authenticator.h) and answers 401 without the key.
+//
+// Shutdown: BeginShutdown() stops accepting and answers new requests 503; then the
+// engine is stopped (which fails the open requests, retriably, so their handlers
+// return); then Stop() joins the connection threads.
 // Thread-safe; Start() returns once the socket is bound.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/core/engine.h"
+#include "engine/server/authenticator.h"
 #include "engine/server/generation_service.h"
 
 namespace httplib {
@@ -32,7 +44,7 @@ struct HttpServerOptions {
   int port = 8000;  // 0 = pick a free port
   std::string served_model_name;
   std::string api_key;              // empty: no authentication
-  size_t max_body_bytes = 8 << 20;  // larger bodies get 413
+  size_t max_body_bytes = 8 << 20;  // larger bodies get 413 (chunked ones too)
   int num_threads = 512;            // concurrent connections (each stream holds one)
   // Renders a chat-template context ({"messages", "add_generation_prompt", "bos_token",
   // "eos_token", ...}) to the prompt text; errors become 400s. Objects keep the key order
@@ -53,7 +65,12 @@ class HttpServer {
 
   // Binds and starts serving on a background thread.
   absl::Status Start();
-  // Stops accepting and waits for the listener to finish.
+  // Stops accepting connections and admitting requests: from now on a request answers
+  // 503 (retriable, Retry-After) and /ready 503. Requests already admitted go on until
+  // they finish or the engine fails them. Does not wait.
+  void BeginShutdown();
+  // Stops accepting and waits for the listener and every connection thread to finish
+  // (a request being generated finishes first: stop the engine before, see above).
   void Stop();
   int port() const { return port_; }
 
@@ -63,6 +80,8 @@ class HttpServer {
 
   Engine* engine_ = nullptr;
   HttpServerOptions options_;
+  Authenticator authenticator_{""};
+  std::atomic<bool> shutting_down_{false};
   std::unique_ptr<GenerationService> service_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;

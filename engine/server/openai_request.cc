@@ -29,6 +29,8 @@ constexpr size_t kMaxPrompts = 64;
 class OrderedJsonBuilder : public nlohmann::json_sax<json> {
  public:
   explicit OrderedJsonBuilder(json* root) : root_(root) {}
+  // Whether the parse stopped at a container deeper than kMaxJsonDepth.
+  bool too_deep() const { return too_deep_; }
 
   bool null() override { return Put(json(nullptr)); }
   bool boolean(bool v) override { return Put(json(v)); }
@@ -82,7 +84,13 @@ class OrderedJsonBuilder : public nlohmann::json_sax<json> {
     Place(std::move(v));
     return true;
   }
+  // Refuses to open a container deeper than kMaxJsonDepth: the parse stops there, before
+  // the nesting costs memory (each open level holds a Frame and a json value).
   bool Open(json container) {
+    if (stack_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
+      too_deep_ = true;
+      return false;
+    }
     stack_.push_back(Frame{Place(std::move(container)), {}, 0});
     return true;
   }
@@ -93,20 +101,28 @@ class OrderedJsonBuilder : public nlohmann::json_sax<json> {
 
   json* root_;
   std::vector<Frame> stack_;
+  bool too_deep_ = false;
 };
-
-// Parses `body` (strict JSON, like json::parse); nullopt when it is not valid JSON.
-std::optional<json> ParseBody(const std::string& body) {
-  json root;
-  OrderedJsonBuilder builder(&root);
-  if (!json::sax_parse(body, &builder)) return std::nullopt;
-  return root;
-}
 
 absl::Status Invalid(const std::string& param, const std::string& message) {
   absl::Status s = absl::InvalidArgumentError(message);
   s.SetPayload(kParamPayload, absl::Cord(param));
   return s;
+}
+
+// Parses `body` (strict JSON, like json::parse). InvalidArgument with `invalid` when it
+// is not valid JSON, with a message naming the limit when it nests deeper than
+// kMaxJsonDepth.
+absl::StatusOr<json> ParseBody(const std::string& body,
+                               const char* invalid = "the request body is not valid JSON") {
+  json root;
+  OrderedJsonBuilder builder(&root);
+  if (json::sax_parse(body, &builder)) return root;
+  if (builder.too_deep()) {
+    return Invalid("", absl::StrCat("the request body nests arrays and objects more than ",
+                                    kMaxJsonDepth, " levels deep"));
+  }
+  return Invalid("", invalid);
 }
 
 // Typed, range-checked access to optional fields of the request object. null means
@@ -336,9 +352,7 @@ absl::Status ParseSampling(const json& j, OpenAiRequest& r) {
 }  // namespace
 
 absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool chat) {
-  std::optional<json> parsed = ParseBody(body);
-  if (!parsed) return Invalid("", "the request body is not valid JSON");
-  const json& j = *parsed;
+  ORCA_ASSIGN_OR_RETURN(const json j, ParseBody(body));
   if (!j.is_object()) return Invalid("", "the request body must be a JSON object");
   OpenAiRequest r;
   r.chat = chat;
@@ -450,9 +464,9 @@ absl::Status ValidateOpenAiRequest(const OpenAiRequest& r) {
 }
 
 absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body) {
-  std::optional<json> parsed = ParseBody(body);
-  if (!parsed || !parsed->is_object()) return Invalid("", "the request body must be a JSON object");
-  const json& j = *parsed;
+  constexpr char kNotAnObject[] = "the request body must be a JSON object";
+  ORCA_ASSIGN_OR_RETURN(const json j, ParseBody(body, kNotAnObject));
+  if (!j.is_object()) return Invalid("", kNotAnObject);
   TokenizeRequest t;
   Fields f(j);
   if (const json* m = f.Get("model")) {
@@ -475,9 +489,9 @@ absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body) {
 
 absl::StatusOr<std::vector<int32_t>> ParseDetokenizeRequest(const std::string& body,
                                                             std::string* model) {
-  std::optional<json> parsed = ParseBody(body);
-  if (!parsed || !parsed->is_object()) return Invalid("", "the request body must be a JSON object");
-  const json& j = *parsed;
+  constexpr char kNotAnObject[] = "the request body must be a JSON object";
+  ORCA_ASSIGN_OR_RETURN(const json j, ParseBody(body, kNotAnObject));
+  if (!j.is_object()) return Invalid("", kNotAnObject);
   Fields f(j);
   if (const json* m = f.Get("model")) {
     if (!m->is_string()) return Invalid("model", "'model' must be a string");

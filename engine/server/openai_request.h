@@ -22,6 +22,9 @@
 namespace orca {
 
 inline constexpr char kParamPayload[] = "orca.dev/param";
+// The deepest nesting of arrays and objects a request body may have (the top-level object
+// is level 1). Deeper bodies are refused while parsing, before they cost memory.
+inline constexpr int kMaxJsonDepth = 128;
 
 struct ChatMessageInput {
   std::string role;
@@ -48,7 +51,8 @@ struct OpenAiRequest {
   std::optional<uint64_t> seed;
 };
 
-// Parses a request body. `chat` selects the chat schema. Checks JSON types and shapes
+// Parses a request body. `chat` selects the chat schema. A body that is not JSON, or
+// nests deeper than kMaxJsonDepth, is InvalidArgument. Checks JSON types and shapes
 // here, then the values with ValidateOpenAiRequest.
 absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool chat);
 

@@ -25,6 +25,10 @@ TEST(BatchBudgetTest, FitsWholeSequencesOrChunksThem) {
   BatchBudget whole(o);
   EXPECT_EQ(whole.Fit(11), std::nullopt);  // may not be cut: waits
   EXPECT_EQ(whole.Fit(10), 10);
+  // A recompute after preemption may outgrow the budget: it is cut even so.
+  EXPECT_EQ(whole.Fit(11, /*recompute=*/true), 10);
+  whole.Spend(7);
+  EXPECT_EQ(whole.Fit(5, /*recompute=*/true), 3);
 }
 
 Request Running(uint64_t id, int64_t admit_order) {

@@ -29,6 +29,14 @@ TEST(RequestLimitsTest, AcceptsWhatFitsAndNamesTheLimitOtherwise) {
   EXPECT_EQ(ValidateRequest(prompt, 14, RequestLimits{0, 20, 16}).message(),
             "the request needs 17 tokens of KV cache; the whole cache holds 16");
   EXPECT_TRUE(ValidateRequest({7, 100000}, 1, RequestLimits{0, 20, 0}).ok());  // unchecked
+  // Without chunked prefill a prompt must fit one iteration's token budget.
+  RequestLimits unchunked{0, 200, 0};
+  unchunked.max_unchunked_prompt = 2;
+  EXPECT_TRUE(ValidateRequest({1, 2}, 100, unchunked).ok());
+  EXPECT_EQ(ValidateRequest(prompt, 1, unchunked).message(),
+            "the prompt has 3 tokens but --max-batched-tokens is 2 and chunked prefill is off "
+            "(--no-chunked-prefill), so a prompt must fit in one iteration; shorten the prompt, "
+            "raise --max-batched-tokens or turn chunked prefill on");
 }
 
 }  // namespace

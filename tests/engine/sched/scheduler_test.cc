@@ -280,6 +280,99 @@ TEST(SchedulerTest, StopTokensMinTokensAndContextLimit) {
   EXPECT_EQ(tiny.sched.Add(MakeRequest(4, 6, 6)).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Without chunked prefill a prompt is scheduled whole: one longer than
+// max_batched_tokens could never run, and once queued it stalled every request behind it
+// (issue 16, bug 1). Add refuses it, naming the limit, under every policy.
+TEST(SchedulerTest, RefusesAPromptOverTheBudgetWithoutChunkedPrefill) {
+  for (SchedulingPolicy policy : {SchedulingPolicy::kIteration, SchedulingPolicy::kRequest,
+                                  SchedulingPolicy::kRequestCompact}) {
+    SchedulerConfig c;
+    c.policy = policy;
+    c.chunked_prefill = false;
+    c.max_batched_tokens = 64;
+    c.max_model_len = 256;
+    Harness h(c, 200);
+    const absl::Status s = h.sched.Add(MakeRequest(1, 100, 4));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("the prompt has 100 tokens but --max-batched-tokens is 64"),
+              std::string::npos)
+        << s.message();
+    ASSERT_TRUE(h.sched.Add(MakeRequest(2, 64, 4)).ok()) << "exactly the budget fits";
+    ASSERT_TRUE(h.sched.Add(MakeRequest(3, 5, 3)).ok());
+    h.RunToCompletion();
+    EXPECT_EQ(h.outputs[2].size(), 4u);
+    EXPECT_EQ(h.outputs[3].size(), 3u);
+  }
+}
+
+// A preempted request recomputes its prompt and its generated tokens. Here both prompts
+// fit the budget (12 <= 16), but the preempted one has grown past it by the time it is
+// recomputed: without chunking it waited for a budget it could never get. It is
+// chunked instead, and its output is what it would have been without preemption.
+TEST(SchedulerTest, RecomputeAfterPreemptionIsChunkedWithoutChunkedPrefill) {
+  SchedulerConfig c;
+  c.chunked_prefill = false;
+  c.max_batched_tokens = 16;
+  c.max_model_len = 256;
+  c.prefix_caching = false;
+  auto run = [&](int32_t num_blocks, int64_t* preemptions) {
+    Harness h(c, num_blocks, 4);
+    EXPECT_TRUE(h.sched.Add(MakeRequest(1, 12, 30)).ok());
+    EXPECT_TRUE(h.sched.Add(MakeRequest(2, 12, 30)).ok());
+    h.RunToCompletion(2000);
+    bool recompute_chunked = false;
+    for (const auto& b : h.plans) {
+      EXPECT_LE(b.plan.num_tokens(), c.max_batched_tokens);
+      // A cut prefill: without chunked prefill only a recompute may be cut.
+      for (const auto& s : b.plan.seqs) recompute_chunked |= !s.sample && s.token_ids.size() > 1;
+    }
+    EXPECT_EQ(recompute_chunked, num_blocks < 100);
+    EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+    *preemptions = h.sched.num_preemptions();
+    return h.outputs;
+  };
+  int64_t roomy_preemptions = -1, tight_preemptions = -1;
+  const auto reference = run(400, &roomy_preemptions);
+  EXPECT_EQ(roomy_preemptions, 0);
+  // 16 blocks of 4 tokens for two requests growing to 42 tokens (11 blocks) each.
+  EXPECT_EQ(run(16, &tight_preemptions), reference);
+  EXPECT_GT(tight_preemptions, 0) << "the workload should force a preemption";
+  ASSERT_EQ(reference.size(), 2u);
+  EXPECT_EQ(reference.at(2).size(), 30u);
+}
+
+// Whatever the policy, budget and KV pressure, every request Add accepts without
+// chunked prefill completes: nothing waits forever at the head of the queue.
+TEST(SchedulerTest, NeverStallsWithoutChunkedPrefill) {
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    std::mt19937 rng(seed);
+    SchedulerConfig c;
+    c.chunked_prefill = false;
+    c.max_model_len = 128;
+    c.max_batch_size = 1 + rng() % 8;
+    c.max_batched_tokens = 8 + rng() % 32;
+    c.kv_policy = rng() % 3 == 0 ? KvPolicy::kReserve : KvPolicy::kPaged;
+    c.prefix_caching = rng() % 2;
+    const SchedulingPolicy policies[] = {SchedulingPolicy::kIteration, SchedulingPolicy::kRequest,
+                                         SchedulingPolicy::kRequestCompact};
+    c.policy = policies[rng() % 3];
+    Harness h(c, 24 + rng() % 24);
+    std::set<uint64_t> accepted;
+    for (uint64_t id = 1; id <= 30; ++id) {
+      const int32_t prompt = 1 + rng() % 48;
+      const absl::Status s =
+          h.sched.Add(MakeRequest(id, prompt, 1 + rng() % 40, 0, static_cast<int32_t>(rng() % 4)));
+      if (s.ok()) accepted.insert(id);
+      if (prompt > c.max_batched_tokens) {
+        EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << "seed " << seed;
+      }
+    }
+    h.RunToCompletion(20000);
+    for (uint64_t id : accepted) EXPECT_EQ(h.finished.count(id), 1u) << "seed " << seed;
+    EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks()) << "seed " << seed;
+  }
+}
+
 TEST(SchedulerTest, RequestLevelBatchesNeverAdmitUntilTheBatchIsDone) {
   for (SchedulingPolicy policy : {SchedulingPolicy::kRequest, SchedulingPolicy::kRequestCompact}) {
     SchedulerConfig c;

@@ -15,6 +15,9 @@ namespace {
 
 class GrpcServerTest : public ::testing::Test {
  protected:
+  // The api key the server requires ("" = none).
+  virtual std::string ApiKey() const { return ""; }
+
   void SetUp() override {
     auto dir = orca::testing::SharedModelDir("stories260K");
     if (!dir) {
@@ -32,6 +35,7 @@ class GrpcServerTest : public ::testing::Test {
     GrpcServerOptions go;
     go.address = "127.0.0.1:0";
     go.served_model_name = "stories260K";
+    go.api_key = ApiKey();
     auto server = GrpcServer::Start(engine_.get(), go);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -131,6 +135,73 @@ TEST_F(GrpcServerTest, CancelledCallsFreeTheirBlocks) {
   }
   EXPECT_EQ(engine_->Snapshot().kv_cache_usage, 0.0);
   EXPECT_EQ(engine_->Snapshot().num_running, 0);
+}
+
+// Shutdown (orca serve on SIGTERM): once BeginShutdown() is called new calls fail
+// UNAVAILABLE, and when the engine stops, an open call fails UNAVAILABLE too (retriable),
+// rather than ending as if it had finished (an ABORT finish reason with status OK).
+TEST_F(GrpcServerTest, ShutdownFailsOpenAndNewCallsUnavailable) {
+  v1::GenerateRequest req;
+  req.set_text("Once upon a time");
+  req.set_max_tokens(480);
+  req.set_ignore_eos(true);
+  grpc::ClientContext ctx;
+  auto reader = stub_->Generate(&ctx, req);
+  v1::GenerateResponse resp;
+  ASSERT_TRUE(reader->Read(&resp));
+  server_->BeginShutdown();
+  engine_->Stop();
+  int more = 0;
+  while (reader->Read(&resp)) ++more;
+  grpc::Status open = reader->Finish();
+  EXPECT_EQ(open.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << open.error_message() << " after " << more << " more messages";
+
+  grpc::ClientContext late_ctx;
+  auto late = stub_->Generate(&late_ctx, req);
+  while (late->Read(&resp)) {
+  }
+  EXPECT_EQ(late->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// --api-key-file used to protect only the HTTP API: Generate on the gRPC port (0.0.0.0 by
+// default) generated for anyone. Every transport now asks the same Authenticator.
+class GrpcServerWithKeyTest : public GrpcServerTest {
+ protected:
+  std::string ApiKey() const override { return "sekret-key"; }
+
+  // Runs a short Generate with `authorization` metadata (none when empty).
+  grpc::Status Generate(const std::string& authorization, int* tokens) {
+    v1::GenerateRequest req;
+    req.set_text("Once upon a time");
+    req.set_max_tokens(4);
+    grpc::ClientContext ctx;
+    if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+    auto reader = stub_->Generate(&ctx, req);
+    v1::GenerateResponse resp;
+    *tokens = 0;
+    while (reader->Read(&resp)) *tokens += resp.token_ids_size();
+    return reader->Finish();
+  }
+};
+
+TEST_F(GrpcServerWithKeyTest, GenerateRequiresTheApiKey) {
+  int tokens = 0;
+  grpc::Status missing = Generate("", &tokens);
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::UNAUTHENTICATED) << missing.error_message();
+  EXPECT_EQ(tokens, 0);
+  grpc::Status wrong = Generate("Bearer not-it", &tokens);
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED) << wrong.error_message();
+  EXPECT_EQ(tokens, 0);
+  EXPECT_EQ(wrong.error_message().find("sekret"), std::string::npos) << "the key leaked";
+  grpc::Status prefix = Generate("Bearer sekret", &tokens);
+  EXPECT_EQ(prefix.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::Status bare = Generate("sekret-key", &tokens);  // no "Bearer"
+  EXPECT_EQ(bare.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+  grpc::Status keyed = Generate("Bearer sekret-key", &tokens);
+  EXPECT_TRUE(keyed.ok()) << keyed.error_message();
+  EXPECT_EQ(tokens, 4);
 }
 
 }  // namespace

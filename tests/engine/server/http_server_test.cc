@@ -3,8 +3,12 @@
 // completions against the engine itself, and the OpenAI error answers.
 #include "engine/server/http_server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/testutil/testutil.h"
 
@@ -83,6 +88,51 @@ json ExpectErrorObject(const std::string& body, const json& param) {
   EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << body;
   EXPECT_EQ(e["param"], param) << body;
   return e;
+}
+
+// A raw loopback connection, for what cpp-httplib's client cannot do: send part of a
+// chunked body and stop, then read what the server answers.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    timeval tv{10, 0};  // no answer within 10 s fails the test instead of hanging it
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~RawConnection() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  bool Send(const std::string& data) {
+    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+  }
+  // Reads until the server closes the connection or 10 s pass without a byte; sets
+  // `closed` when the server closed it.
+  std::string ReadAll(bool* closed) {
+    std::string out;
+    char buf[4096];
+    while (true) {
+      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) {
+        *closed = n == 0;
+        return out;
+      }
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+std::string Chunk(const std::string& data) {
+  char size[32];
+  snprintf(size, sizeof(size), "%zx\r\n", data.size());
+  return size + data + "\r\n";
 }
 
 class HttpServerTest : public ::testing::Test {
@@ -276,6 +326,78 @@ TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
   auto ok = PostJson("/v1/completions", {{"prompt", std::string(100, 'a')}, {"max_tokens", 1}});
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// cpp-httplib 0.11.4 applies set_payload_max_length only to a Content-Length: a chunked
+// body was read whole (a 210 MB one took 7.9 GB). The server must answer 413 as soon as
+// the body passes the limit, without waiting for (or reading) the rest, close that
+// connection (the unread rest must never be parsed as a next request), and go on serving.
+TEST_F(HttpServerTest, ChunkedBodyOverTheLimitIs413BeforeItEnds) {
+  RawConnection conn(server_->port());
+  ASSERT_TRUE(conn.connected());
+  ASSERT_TRUE(
+      conn.Send("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\n"
+                "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  // 3 x 2 KB against a 4 KB limit, then nothing: no last chunk, the body never ends.
+  const std::string prefix = R"({"max_tokens": 1, "prompt": ")";
+  ASSERT_TRUE(conn.Send(Chunk(prefix + std::string(2048 - prefix.size(), 'a'))));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(conn.Send(Chunk(std::string(2048, 'a'))));
+  // What a smuggler would put behind the limit: it must not be served.
+  ASSERT_TRUE(conn.Send(Chunk("\r\n0\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")));
+  bool closed = false;
+  const std::string answer = conn.ReadAll(&closed);
+  ASSERT_TRUE(absl::StartsWith(answer, "HTTP/1.1 413")) << "no 413 while the body was still "
+                                                           "open; got: "
+                                                        << answer.substr(0, 200);
+  EXPECT_TRUE(closed) << "the connection stayed open after the 413";
+  EXPECT_FALSE(absl::StrContains(answer, "\"object\":\"list\"")) << answer;
+  const size_t body = answer.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  json e = ExpectErrorObject(answer.substr(body + 4), nullptr);
+  EXPECT_TRUE(absl::StrContains(e.value("message", ""), "4096")) << e;
+  // The server still answers.
+  auto ok = PostJson("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 2}});
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// A chunked body within the limit is read whole and served like any other.
+TEST_F(HttpServerTest, ChunkedBodyWithinTheLimitIsServed) {
+  const std::string body =
+      json{{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}}.dump();
+  auto res = client_->Post(
+      "/v1/completions",
+      [&body](size_t offset, httplib::DataSink& sink) {
+        if (offset < body.size())
+          return sink.write(body.data() + offset, std::min<size_t>(7, body.size() - offset));
+        sink.done();
+        return true;
+      },
+      kJson);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["choices"][0]["text"], EngineGreedyText("Once upon a time", 8));
+}
+
+// Deep nesting is refused before it is built (1.3M levels cost 0.6 GB): a 400 that names
+// the limit, while nesting within it is still accepted.
+TEST_F(HttpServerTest, DeeplyNestedJsonIs400NamingTheLimit) {
+  auto nested = [](int depth) {  // {"prompt": ..., "x": [[...]]}: depth levels in all
+    return absl::StrCat(R"({"prompt": "Once", "max_tokens": 1, "x": )", std::string(depth - 1, '['),
+                        std::string(depth - 1, ']'), "}");
+  };
+  auto deep = client_->Post("/v1/completions", nested(1500), kJson);
+  ASSERT_TRUE(deep) << httplib::to_string(deep.error());
+  EXPECT_EQ(deep->status, 400) << deep->body;
+  json e = ExpectErrorObject(deep->body, nullptr);
+  EXPECT_TRUE(absl::StrContains(e.value("message", ""), "128")) << e;
+  auto tokenize = client_->Post("/tokenize", nested(1500), kJson);
+  ASSERT_TRUE(tokenize);
+  EXPECT_EQ(tokenize->status, 400) << tokenize->body;
+
+  auto within = client_->Post("/v1/completions", nested(128), kJson);
+  ASSERT_TRUE(within);
+  EXPECT_EQ(within->status, 200) << within->body;
 }
 
 TEST_F(HttpServerTest, ApiKeyIsRequiredWhenSet) {

@@ -1,0 +1,89 @@
+// SIGTERM while requests generate: `orca serve` stops admitting, fails the open requests
+// retriably (HTTP 503 / an SSE error event of type service_unavailable_error) and exits
+// 0 within seconds. It used to stop the HTTP server first, which waits for every handler,
+// so it exited only once every open request had generated to its end (74 s in one
+// probe; never, with a request that never finishes).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, skipOrFail } from './orca_server.mjs';
+
+// Enough work that generating it to its end takes far longer than the bound below: 4 x 64
+// choices of 480 tokens, 16 sequences an iteration.
+const kRequests = 4;
+const kExitBoundMs = 5000;
+
+function body(extra) {
+  return JSON.stringify({ prompt: 'Once upon a time', max_tokens: 480, ignore_eos: true, n: 64,
+                          temperature: 0.8, ...extra });
+}
+
+// Reads an SSE stream to its end; resolves with its frames and how it ended.
+async function readStream(res) {
+  const frames = [];
+  let buffer = '';
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let k;
+      while ((k = buffer.indexOf('\n\n')) >= 0) {
+        frames.push(buffer.slice(0, k));
+        buffer = buffer.slice(k + 2);
+      }
+    }
+    return { frames, error: null };
+  } catch (e) {
+    return { frames, error: e };
+  }
+}
+
+test('SIGTERM fails open requests retriably and exits 0 within seconds', async (t) => {
+  if (skipOrFail(t)) return;
+  const server = await startServer(['--max-batch-size', '16']);
+  try {
+    const url = `${server.baseURL}/v1/completions`;
+    const headers = { 'Content-Type': 'application/json' };
+    const plain = Array.from({ length: kRequests }, (_, i) =>
+      fetch(url, { method: 'POST', headers, body: body({ seed: i }) })
+        .then(async (res) => ({ status: res.status, retryAfter: res.headers.get('retry-after'),
+                                json: await res.json() }))
+        .catch((error) => ({ error })));
+    const streamed = await fetch(url, { method: 'POST', headers, body: body({ stream: true, n: 1 }) });
+    assert.equal(streamed.status, 200);
+    const streamDone = readStream(streamed);
+    // Generation is under way once the queue shows the requests running.
+    for (let k = 0; k < 100; k++) {
+      const m = await (await fetch(`${server.baseURL}/metrics`)).text();
+      if (/^orca_num_requests_running\S* [1-9]/m.test(m)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+
+    const start = Date.now();
+    const exited = new Promise((r) => server.child.once('exit', (code, signal) => r({ code, signal })));
+    server.child.kill('SIGTERM');
+    const bound = new Promise((r) => setTimeout(() => r(null), kExitBoundMs));
+    const exit = await Promise.race([exited, bound]);
+    assert.ok(exit !== null, `orca serve still ran ${kExitBoundMs} ms after SIGTERM`);
+    assert.deepEqual(exit, { code: 0, signal: null }, server.stderr());
+    const elapsed = Date.now() - start;
+
+    // The non-streamed requests: a 503 with Retry-After and an OpenAI error object.
+    for (const r of await Promise.all(plain)) {
+      assert.equal(r.error, undefined, `a request failed without an answer: ${r.error}`);
+      assert.equal(r.status, 503, JSON.stringify(r.json));
+      assert.ok(r.retryAfter, 'a 503 without Retry-After');
+      assert.equal(r.json.error.type, 'service_unavailable_error');
+    }
+    // The stream: tokens, then an error event of the same kind, then [DONE].
+    const s = await streamDone;
+    assert.equal(s.error, null, `the stream broke instead of ending: ${s.error}`);
+    assert.ok(s.frames.length >= 2, s.frames.join('\n'));
+    assert.equal(s.frames.at(-1), 'data: [DONE]');
+    const last = JSON.parse(s.frames.at(-2).slice('data: '.length));
+    assert.equal(last.error?.type, 'service_unavailable_error', s.frames.at(-2));
+    assert.ok(/shut down in/.test(server.stderr()), server.stderr());
+    t.diagnostic(`exited ${elapsed} ms after SIGTERM`);
+  } finally {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+  }
+});
