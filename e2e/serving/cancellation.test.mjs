@@ -80,3 +80,44 @@ test('dropped streams free their KV blocks and leave nothing running', async (t)
     body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 8, temperature: 0 }) });
   assert.equal((await r.json()).choices[0].text, ', there was a little girl');
 });
+
+// Issue 16: a non-streamed request whose client went away ran on to its max_tokens (86 s
+// and 8,000 tokens in one probe). The handler now notices the closed connection while it
+// waits and aborts the request: within ~2 s nothing runs, and its 32 choices count as
+// aborted, not as finished by length.
+test('a non-streamed request whose client disconnects is aborted', async (t) => {
+  if (skipOrFail(t)) return;
+  const metrics = async () => (await fetch(`${server.baseURL}/metrics`)).text();
+  const abortedBefore = metricValue(await metrics(), 'orca_request_success_total', 'finished_reason="abort"');
+  const controller = new AbortController();
+  const pending = fetch(`${server.baseURL}/v1/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    // 32 x 500 tokens: several seconds of generation on stories260K.
+    body: JSON.stringify({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 500, ignore_eos: true,
+                           n: 32, seed: 7 }),
+    signal: controller.signal,
+  }).catch((e) => e);
+  let running = 0;
+  for (let k = 0; k < 100 && running === 0; k++) {
+    running = metricValue(await metrics(), 'orca_num_requests_running');
+    if (running === 0) await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.ok(running > 0, 'the request never ran');
+  await new Promise((r) => setTimeout(r, 500));
+  controller.abort();
+  const err = await pending;
+  assert.equal(err?.name, 'AbortError', `the request was not cut short: ${err}`);
+  const t0 = Date.now();
+  let text = '';
+  for (;;) {
+    text = await metrics();
+    if (metricValue(text, 'orca_num_requests_running') === 0 || Date.now() - t0 > 2000) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(metricValue(text, 'orca_num_requests_running'), 0,
+               `still generating 2 s after the client left:\n${text}`);
+  assert.equal(metricValue(text, 'orca_kv_cache_usage_perc'), 0);
+  const aborted = metricValue(text, 'orca_request_success_total', 'finished_reason="abort"') - abortedBefore;
+  assert.equal(aborted, 32, `${aborted} choices counted as aborted`);
+});

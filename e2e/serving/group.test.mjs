@@ -2,6 +2,9 @@
 // OpenAI client:
 // - `orca serve --tensor-parallel 2 --pipeline-parallel 2` (a scheduler plus four
 //   local workers over Gloo) answers exactly as a single-process server;
+// - a SIGSTOPped worker of `orca serve --tensor-parallel 2` misses the plan deadline:
+//   the in-flight request fails retriably within seconds, the worker is killed and
+//   restarted, and the group answers again;
 // - the commands orca-controller renders for a scheduler pod and its worker pods
 //   (engine.yaml included), run here as processes, form a group; killing a worker
 //   fails the in-flight request with a retriable error, the scheduler reports not
@@ -58,6 +61,63 @@ test('a local 2x2 group answers as a single process', async (t) => {
     assert.equal(metricValue(metrics, 'orca_group_world_size'), 4);
     assert.equal(metricValue(metrics, 'orca_group_breaks_total'), 0);
   } finally {
+    assert.equal(await group.stop(), 0);
+  }
+});
+
+// A stopped worker keeps its TCP connection open, so only the plan deadline catches it
+// (GroupExecutorOptions::plan_deadline_s, 10 s by default): the in-flight request fails
+// retriably, the scheduler kills the worker it names and the supervisor restarts it.
+test('a SIGSTOPped worker of a local group fails the request retriably and is restarted', async (t) => {
+  if (skipOrFail(t)) return;
+  const group = await startServer(['--tensor-parallel', '2', '--threads', '2'], { timeoutMs: 120000 });
+  const pidsOf = () => [...group.stderr().matchAll(/started worker stage 0 tp 1 \(pid (\d+)\)/g)].map((m) => Number(m[1]));
+  const stoppedChildOfServer = (pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return state === 'T' && Number(ppid) === group.child.pid;
+    } catch { return false; }
+  };
+  let stopped = 0;
+  try {
+    assert.equal(await greedy(group.baseURL, prompts[0]), reference[0]);
+    const [pid] = pidsOf();
+    assert.ok(pid > 0, `no "started worker stage 0 tp 1 (pid N)" line:\n${group.stderr()}`);
+    const res = await fetch(`${group.baseURL}/v1/completions`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'stories260K', prompt: prompts[0], max_tokens: 480, ignore_eos: true,
+                             temperature: 0, stream: true }),
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let body = decoder.decode((await reader.read()).value ?? new Uint8Array());
+    process.kill(pid, 'SIGSTOP');
+    stopped = pid;
+    const t0 = Date.now();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      body += decoder.decode(value, { stream: true });
+    }
+    const tookMs = Date.now() - t0;
+    t.diagnostic(`the request failed ${tookMs} ms after the worker was stopped`);
+    assert.match(body, /service_unavailable_error/, body.slice(-2000));
+    assert.ok(tookMs < 15000, `the request failed ${tookMs} ms after the worker stopped:\n${group.stderr().slice(-5000)}`);
+    // The scheduler named the stopped worker; the supervisor killed and restarted it.
+    await waitFor('the stopped worker is restarted', async () => pidsOf().length >= 2, 30000, group.stderr);
+    assert.match(group.stderr(), new RegExp(`killing worker stage 0 tp 1 \\(pid ${pid}\\) to restart it`));
+    assert.notEqual(pidsOf().at(-1), pid);
+    await waitFor('the group re-forms', async () => (await readyStatus(group.baseURL)) === 200, 60000, group.stderr);
+    assert.equal(await greedy(group.baseURL, prompts[1]), reference[1]);
+    const metrics = await (await fetch(`${group.baseURL}/metrics`)).text();
+    assert.equal(metricValue(metrics, 'orca_group_breaks_total'), 1);
+    assert.equal(metricValue(metrics, 'orca_group_ready'), 1);
+  } finally {
+    if (stopped && stoppedChildOfServer(stopped)) {
+      try { process.kill(stopped, 'SIGKILL'); process.kill(stopped, 'SIGCONT'); } catch { /* gone */ }
+    }
     assert.equal(await group.stop(), 0);
   }
 });

@@ -120,6 +120,14 @@ absl::StatusOr<Group> StartGroup(const EngineConfig& config, Role role) {
       }
     }
     ORCA_ASSIGN_OR_RETURN(g.workers, WorkerSupervisor::Start(std::move(workers)));
+    // A worker that stops answering (stopped, hung) never exits by itself: the executor
+    // names its rank (the supervisor's worker index: stage-major, as built above), and
+    // killing it makes the supervisor restart it. The executor (here, then in Serve's
+    // engine) is destroyed before the supervisor, so the pointer outlives its use.
+    executor->SetUnresponsiveRankHandler(
+        [workers = g.workers.get()](int32_t rank, const std::string& reason) {
+          workers->Kill(static_cast<size_t>(rank), reason);
+        });
     ORCA_LOG(INFO) << "waiting for the " << world << " local workers to load their shards";
     const absl::Time deadline = absl::Now() + absl::Minutes(10);
     while (!executor->WaitReady(absl::Seconds(1))) {

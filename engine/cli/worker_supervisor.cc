@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<WorkerSupervisor>> WorkerSupervisor::Start(
   for (const Worker& w : s->workers_) {
     absl::StatusOr<pid_t> pid = s->Spawn(w);
     if (!pid.ok()) return pid.status();  // the destructor stops those already started
+    absl::MutexLock lock(&s->mu_);
     s->pids_.push_back(*pid);
   }
   s->monitor_ = std::thread([p = s.get()] { p->Monitor(); });
@@ -52,18 +53,26 @@ void WorkerSupervisor::Monitor() {
       auto stopped = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_; };
       if (mu_.AwaitWithTimeout(absl::Condition(&stopped), absl::Milliseconds(200))) return;
     }
-    for (size_t i = 0; i < pids_.size(); ++i) {
+    for (size_t i = 0; i < workers_.size(); ++i) {
       int status = 0;
-      if (pids_[i] <= 0 || waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
-      ++exits_;
-      ORCA_LOG(WARNING) << workers_[i].name << " (pid " << pids_[i] << ") "
-                        << (WIFSIGNALED(status)
-                                ? absl::StrCat("was killed by signal ", WTERMSIG(status))
-                                : absl::StrCat("exited with status ", WEXITSTATUS(status)))
-                        << "; restarting it";
+      {
+        // Reaped and marked under the lock, so Kill never signals a pid that is gone.
+        absl::MutexLock lock(&mu_);
+        if (pids_[i] <= 0 || waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
+        ++exits_;
+        ORCA_LOG(WARNING) << workers_[i].name << " (pid " << pids_[i] << ") "
+                          << (WIFSIGNALED(status)
+                                  ? absl::StrCat("was killed by signal ", WTERMSIG(status))
+                                  : absl::StrCat("exited with status ", WEXITSTATUS(status)))
+                          << "; restarting it";
+        pids_[i] = -1;
+      }
       absl::SleepFor(absl::Seconds(1));
       absl::StatusOr<pid_t> pid = Spawn(workers_[i]);
-      pids_[i] = pid.ok() ? *pid : -1;
+      {
+        absl::MutexLock lock(&mu_);
+        pids_[i] = pid.ok() ? *pid : -1;
+      }
       if (!pid.ok()) {
         ORCA_LOG(ERROR) << "cannot restart " << workers_[i].name << ": " << pid.status();
       }
@@ -71,17 +80,30 @@ void WorkerSupervisor::Monitor() {
   }
 }
 
+void WorkerSupervisor::Kill(size_t index, const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (index >= pids_.size() || pids_[index] <= 0) return;
+  ORCA_LOG(WARNING) << "killing " << workers_[index].name << " (pid " << pids_[index]
+                    << ") to restart it: " << reason;
+  kill(pids_[index], SIGKILL);
+}
+
 WorkerSupervisor::~WorkerSupervisor() {
+  std::vector<pid_t> pids;
   {
     absl::MutexLock lock(&mu_);
     stop_ = true;
   }
   if (monitor_.joinable()) monitor_.join();
-  for (pid_t pid : pids_) {
+  {
+    absl::MutexLock lock(&mu_);
+    pids = pids_;
+  }
+  for (pid_t pid : pids) {
     if (pid > 0) kill(pid, SIGTERM);
   }
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  for (pid_t pid : pids_) {
+  for (pid_t pid : pids) {
     if (pid <= 0) continue;
     int status = 0;
     while (waitpid(pid, &status, WNOHANG) == 0) {

@@ -108,8 +108,12 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
 
   absl::MutexLock lock(&mu_);
   if (stop_) return absl::UnavailableError("the engine is stopped");
-  if (snapshot_.num_waiting + static_cast<int32_t>(inbox_.size()) >=
-      options_.scheduler.max_waiting_requests) {
+  // Only requests that will not fit into the running batch at the next iteration
+  // count against the queue bound: those waiting beyond the free batch slots.
+  const int32_t pending = snapshot_.num_waiting + static_cast<int32_t>(inbox_.size());
+  const int32_t free_slots =
+      std::max(0, options_.scheduler.max_batch_size - snapshot_.num_running);
+  if (pending - free_slots >= options_.scheduler.max_waiting_requests) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the server is overloaded: ", options_.scheduler.max_waiting_requests,
                      " requests are already waiting"));
@@ -132,9 +136,14 @@ EngineSnapshot Engine::Snapshot() const {
 
 void Engine::DrainInbox() {
   for (auto& r : inbox_) {
-    uint64_t id = r->id;
+    const uint64_t id = r->id;
+    const double arrival = r->arrival_time;
     absl::Status s = scheduler_->Add(std::move(r));
-    if (!s.ok()) outputs_->Finish(id, FinishReason::kError, s, Now());
+    if (!s.ok()) {
+      outputs_->Finish(id, FinishReason::kError, s, Now());
+    } else {
+      queued_.emplace_back(id, arrival);
+    }
   }
   inbox_.clear();
   for (uint64_t id : aborts_) {
@@ -142,6 +151,28 @@ void Engine::DrainInbox() {
     outputs_->Finish(id, FinishReason::kAbort, absl::OkStatus(), Now());
   }
   aborts_.clear();
+}
+
+void Engine::ExpireQueued(double now) {
+  const double timeout = options_.queue_timeout_s;
+  while (!queued_.empty()) {
+    const auto [id, arrival] = queued_.front();
+    const Request* r = scheduler_->Find(id);
+    // Admitted once (a preempted request keeps its admission) or finished: not queued.
+    if (r == nullptr || r->admit_order >= 0 || r->status != RequestStatus::kWaiting) {
+      queued_.pop_front();
+      continue;
+    }
+    // Arrival order: once the oldest is within its deadline, so are the rest.
+    if (timeout <= 0 || now - arrival < timeout) return;
+    queued_.pop_front();
+    scheduler_->Abort(id);
+    const absl::Status expired = absl::UnavailableError(absl::StrCat(
+        "the request waited ", static_cast<int64_t>(now - arrival),
+        " s without being scheduled (queue deadline ", timeout,
+        " s: the serving group is down or the server is overloaded); it can be retried"));
+    outputs_->Finish(id, FinishReason::kError, expired, now);
+  }
 }
 
 void Engine::RetireFinished(double now) {
@@ -156,6 +187,7 @@ void Engine::UpdateSnapshot() {
   snapshot_.num_preemptions = scheduler_->num_preemptions();
   snapshot_.prefix_cache_hit_tokens = scheduler_->num_prefix_cache_hit_tokens();
   snapshot_.iterations = iterations_;
+  snapshot_.generated_tokens = generated_tokens_;
 }
 
 void Engine::FailRunning(const absl::Status& error) {
@@ -200,6 +232,7 @@ bool Engine::TakeNewWork() {
   }
   if (stop_) return false;
   DrainInbox();
+  ExpireQueued(Now());
   // A group that broke between plans took the running requests' KV cache with it
   // (with plans outstanding, their failure reports it instead).
   if (inflight_.empty() && executor_->TakeStateLost()) {
@@ -270,6 +303,7 @@ void Engine::CompleteOldest(const absl::Status& submit_error) {
     f = std::move(lost.front());
   } else {
     for (const RequestUpdate& u : scheduler_->Update(f.batch, *result)) {
+      generated_tokens_ += static_cast<int64_t>(u.new_tokens.size());
       // A stop string the output processor matched finishes the request there too.
       if (outputs_->Apply(u, t2) == FinishReason::kStop) {
         scheduler_->Finish(u.request_id, FinishReason::kStop);

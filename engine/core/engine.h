@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -35,6 +36,10 @@ struct EngineOptions {
   // The in-process executor's (ignored when Create is given an executor).
   DeviceOptions device;
   KvCacheOptions kv_cache;
+  // A request not admitted to a batch within this many seconds of its arrival (e.g.
+  // while the serving group is down) fails with Unavailable: retriable, HTTP 503 with
+  // Retry-After. 0 = no deadline. TODO(config): a setting (scheduler.queue_timeout_s).
+  double queue_timeout_s = 60;
 
   // Returns the engine's parts of `config`.
   static EngineOptions From(const EngineConfig& config) {
@@ -62,6 +67,7 @@ struct EngineSnapshot {
   int64_t num_preemptions = 0;
   int64_t prefix_cache_hit_tokens = 0;
   int64_t iterations = 0;
+  int64_t generated_tokens = 0;  // sampled so far, by every request, finished or not
 };
 
 class Engine {
@@ -80,7 +86,9 @@ class Engine {
   // Validates and queues a request. Fails with InvalidArgument when it could never be
   // scheduled (bad tokens, over the context or the KV cache, or, without chunked
   // prefill, a prompt over max_batched_tokens) or ResourceExhausted (waiting queue
-  // full). The stream receives every event.
+  // full: max_waiting_requests wait beyond the free slots of the batch). The stream
+  // receives every event; a request still waiting for admission
+  // options.queue_timeout_s after Submit fails with Unavailable.
   absl::StatusOr<std::shared_ptr<RequestStream>> Submit(GenerateParams params);
   // Aborts a request (client gone); its blocks are freed at the next iteration.
   void Abort(uint64_t request_id);
@@ -118,6 +126,8 @@ class Engine {
   // blocks, or new work).
   void WaitForCapacity() ABSL_LOCKS_EXCLUDED(mu_);
   void DrainInbox() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails (Unavailable) the requests never admitted whose queue deadline has passed.
+  void ExpireQueued(double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands the requests the scheduler finished to the output processor; when no request
   // runs any more, a static batch is over and its held responses go out.
   void RetireFinished(double now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -143,8 +153,12 @@ class Engine {
     double scheduled = 0, submitted = 0;
   };
   std::deque<InFlight> inflight_;
+  // Requests handed to the scheduler and maybe not admitted yet, with their arrival
+  // times, in arrival order (engine thread only; see ExpireQueued).
+  std::deque<std::pair<uint64_t, double>> queued_;
   uint64_t next_plan_ = 0;
   int64_t iterations_ = 0;
+  int64_t generated_tokens_ = 0;  // engine thread only; published in snapshot_
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Request>> inbox_ ABSL_GUARDED_BY(mu_);

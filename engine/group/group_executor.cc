@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct Session {
   std::string name;
   uint64_t generation = 0;  // the GroupInit it received; 0: none yet
   bool ready = false;
+  // Guarded by the executor's mu_: when the rank's last message (a heartbeat at least)
+  // arrived.
+  absl::Time last_heard = absl::Now();
 
   absl::Mutex write_mu;
   bool closed ABSL_GUARDED_BY(write_mu) = false;  // the Join handler returned: `stream` is gone
@@ -102,8 +106,22 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
     return GroupStatus{world(), static_cast<int32_t>(sessions_.size()), generation_, breaks_};
   }
   void Shutdown();
+  void SetUnresponsiveRankHandler(UnresponsiveRankHandler handler) {
+    absl::MutexLock lock(&mu_);
+    on_unresponsive_ = std::move(handler);
+  }
+  // Starts the watchdog that enforces options.rank_deadline_s (when positive).
+  void StartWatchdog();
 
  private:
+  // The watchdog's loop: every fraction of the deadline, breaks a ready group when a
+  // rank has been silent past the deadline and tells the handler. Returns at shutdown.
+  void Watch();
+  // Returns the ranks of a ready group not heard from within the deadline before `now`,
+  // each with a description for the logs.
+  std::vector<std::pair<int32_t, std::string>> SilentRanks(absl::Time now) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
   // With every rank present and no group formed: starts a new generation and returns
   // the sessions with their GroupInit messages, to be written outside the lock.
   std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> MaybeInit()
@@ -127,6 +145,8 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   uint64_t breaks_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::string> store_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  UnresponsiveRankHandler on_unresponsive_ ABSL_GUARDED_BY(mu_);
+  std::thread watchdog_;  // started by Create, joined by Shutdown
 };
 
 grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream) {
@@ -186,10 +206,12 @@ grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream)
 }
 
 void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) {
+  s.last_heard = absl::Now();
   if (!formed_ || s.generation != generation_) return;  // a message of a broken generation
   switch (m.msg_case()) {
     case v1::WorkerMessage::kReady: {
       if (m.ready().generation() != generation_) return;
+      if (s.ready) return;  // again: a heartbeat
       s.ready = true;
       bool all = static_cast<int32_t>(sessions_.size()) == world();
       for (const auto& [rank, other] : sessions_) all = all && other->ready;
@@ -372,12 +394,59 @@ absl::StatusOr<IterationResult> GroupExecutor::Impl::Wait() {
   return r;
 }
 
+void GroupExecutor::Impl::StartWatchdog() {
+  if (options.rank_deadline_s > 0) watchdog_ = std::thread([this] { Watch(); });
+}
+
+std::vector<std::pair<int32_t, std::string>> GroupExecutor::Impl::SilentRanks(
+    absl::Time now) const {
+  std::vector<std::pair<int32_t, std::string>> out;
+  if (!ready_) return out;
+  const absl::Time cutoff = now - absl::Seconds(options.rank_deadline_s);
+  for (const auto& [rank, s] : sessions_) {
+    if (s->last_heard >= cutoff) continue;
+    std::string why = absl::StrCat(
+        "worker rank ", rank, " (", s->name, ") has not been heard from for ",
+        absl::FormatDuration(absl::Trunc(now - s->last_heard, absl::Milliseconds(100))),
+        " (deadline ", options.rank_deadline_s, " s: stopped or hung)");
+    if (!outstanding_.empty()) absl::StrAppend(&why, " with plan ", outstanding_.front(), " due");
+    out.emplace_back(rank, std::move(why));
+  }
+  return out;
+}
+
+void GroupExecutor::Impl::Watch() {
+  const absl::Duration period = std::clamp(absl::Seconds(options.rank_deadline_s) / 4,
+                                           absl::Milliseconds(10), absl::Milliseconds(250));
+  while (true) {
+    std::vector<std::pair<int32_t, std::string>> overdue;
+    UnresponsiveRankHandler handler;
+    {
+      absl::MutexLock lock(&mu_);
+      auto stopping = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return shutting_down_; };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), period)) return;
+      overdue = SilentRanks(absl::Now());
+      if (overdue.empty()) continue;
+      for (const auto& [rank, why] : overdue) {
+        ORCA_LOG(ERROR) << "group: " << why << "; ending its session";
+      }
+      // Ends every session, the unresponsive ranks' included: a frozen process that
+      // resumes finds its session gone and dials again.
+      Break(overdue.front().second);
+      handler = on_unresponsive_;
+    }
+    if (!handler) continue;
+    for (const auto& [rank, why] : overdue) handler(rank, why);
+  }
+}
+
 void GroupExecutor::Impl::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
     shutting_down_ = true;
     for (auto& [rank, s] : sessions_) s->ctx->TryCancel();
   }
+  if (watchdog_.joinable()) watchdog_.join();
   if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 
@@ -416,6 +485,7 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
                  << impl->world() << " rank(s) (" << impl->pipeline() << " stages x "
                  << impl->tensor() << " tensor ranks), KV cache " << impl->num_kv_blocks
                  << " blocks per rank";
+  impl->StartWatchdog();
   return std::unique_ptr<GroupExecutor>(new GroupExecutor(std::move(impl)));
 }
 
@@ -433,5 +503,8 @@ bool GroupExecutor::TakeStateLost() { return impl_->TakeStateLost(); }
 GroupStatus GroupExecutor::group_status() const { return impl_->status(); }
 absl::Status GroupExecutor::Submit(const IterationPlan& plan) { return impl_->Submit(plan); }
 absl::StatusOr<IterationResult> GroupExecutor::Wait() { return impl_->Wait(); }
+void GroupExecutor::SetUnresponsiveRankHandler(UnresponsiveRankHandler handler) {
+  impl_->SetUnresponsiveRankHandler(std::move(handler));
+}
 
 }  // namespace orca

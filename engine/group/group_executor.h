@@ -7,16 +7,30 @@
 // ready the group is ready, and every plan is sent to every rank at once; the sampling
 // rank (last stage, tp rank 0) returns the tokens. Up to `pipeline` plans are in flight.
 //
-// Failure: when a rank's stream breaks, a rank reports a fatal error, or a result is
-// overdue, the group is broken: outstanding plans fail with Unavailable (the engine
-// fails its running requests with a retriable error), the other ranks' streams are
-// ended so they re-dial with a fresh communicator, and the group re-initialises under
-// a new generation when all ranks are back. Nothing waits forever.
+// Liveness: every rank sends a heartbeat every fraction of a second for its whole
+// session, from a thread of its own, also while it computes or waits on the data plane
+// (a WorkerReady of the current generation sent again: the control protocol has no
+// message of its own for it yet). A rank of a ready group not heard from within
+// `rank_deadline_s` is unresponsive: a stopped or frozen process keeps its TCP
+// connection (keepalive notices only after ~20 s), and it may have taken the plan
+// before it stopped, so neither the stream nor the plans give it away. The group breaks,
+// every session ends, and the unresponsive-rank handler is told, e.g. to kill that
+// worker so its supervisor restarts it. So every plan has a deadline on each rank; a
+// slow iteration is not unresponsiveness (its result is bounded by
+// `iteration_timeout_s`).
 //
-// Submit/Wait are called by the engine thread; ready() from any thread.
+// Failure: when a rank's stream breaks, a rank reports a fatal error, a rank misses the
+// rank deadline, or a result is overdue, the group is broken: outstanding plans fail
+// with Unavailable (the engine fails its running requests with a retriable error), the
+// ranks' streams are ended so they re-dial with a fresh communicator, and the group
+// re-initialises under a new generation when all ranks are back. Nothing waits forever.
+//
+// Submit/Wait are called by the engine thread; ready() and SetUnresponsiveRankHandler
+// from any thread.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,7 +48,15 @@ struct GroupExecutorOptions {
   KvCacheOptions kv_cache;           // per rank, sized by KvCacheBlocks
   double comm_timeout_s = 60;        // each data-plane operation on the workers
   double iteration_timeout_s = 300;  // a result later than this breaks the group
+  // A rank of a ready group silent this long (no heartbeat, no answer) is unresponsive
+  // and breaks the group (see above); 0 = no deadline. Many worker heartbeats long.
+  double rank_deadline_s = 10;
 };
+
+// Called once for each rank that missed the deadline, after the group broke, with
+// the rank (stage * tensor + tp_rank) and the reason; on the executor's watchdog
+// thread, with none of its locks held.
+using UnresponsiveRankHandler = std::function<void(int32_t rank, const std::string& reason)>;
 
 class GroupExecutor : public Executor {
  public:
@@ -56,6 +78,9 @@ class GroupExecutor : public Executor {
   GroupStatus group_status() const override;
   absl::Status Submit(const IterationPlan& plan) override;
   absl::StatusOr<IterationResult> Wait() override;
+  // Sets what is told about unresponsive ranks (replacing any earlier handler; null:
+  // none, the default). The handler must stay callable until this executor is destroyed.
+  void SetUnresponsiveRankHandler(UnresponsiveRankHandler handler);
 
   class Impl;
 

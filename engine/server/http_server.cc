@@ -1,8 +1,10 @@
 #include "engine/server/http_server.h"
 
 #include <httplib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -13,6 +15,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/sched/request_limits.h"
@@ -28,6 +32,11 @@ namespace {
 using json = nlohmann::json;
 
 constexpr int kListenBacklog = 4096;
+// File descriptors kept for everything but client connections (model files, gRPC,
+// connections being closed).
+constexpr rlim_t kFdReserve = 1536;
+// How often a handler waiting for a non-streamed result checks that its client is there.
+constexpr absl::Duration kClientCheckInterval = absl::Milliseconds(100);
 
 void SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.http_status;
@@ -163,9 +172,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine,
       engine, GenerationService::Options{s->options_.served_model_name, s->options_.ready,
                                          s->options_.render_chat});
   s->authenticator_ = Authenticator(s->options_.api_key);
-  s->server_ = std::make_unique<HttpListener>();
-  const int threads = s->options_.num_threads;
-  s->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  HttpListenerOptions lo;
+  lo.worker_threads = s->options_.num_threads;
+  lo.max_connections = s->options_.max_connections;
+  lo.header_timeout = s->options_.header_timeout;
+  lo.idle_timeout = s->options_.idle_timeout;
+  lo.busy_body = FromStatus(absl::UnavailableError(
+                                "The server has too many open connections; retry the request."))
+                     .ToJson();
+  s->server_ = std::make_unique<HttpListener>(std::move(lo));
   s->server_->set_payload_max_length(s->options_.max_body_bytes);
   s->server_->set_read_timeout(30, 0);
   s->server_->set_write_timeout(30, 0);
@@ -175,7 +190,25 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine,
 
 HttpServer::~HttpServer() { Stop(); }
 
+int HttpServer::max_connections() const { return server_->max_connections(); }
+
 absl::Status HttpServer::Start() {
+  // Every connection holds a file descriptor: raise the soft RLIMIT_NOFILE to what the
+  // cap needs (as Go's runtime does), or lower the cap to what the limit allows.
+  const rlim_t needed = static_cast<rlim_t>(options_.max_connections) + kFdReserve;
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < needed) {
+    rlimit raised = nofile;
+    raised.rlim_cur = std::min(needed, nofile.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) nofile = raised;
+    if (nofile.rlim_cur < needed) {
+      const int cap = static_cast<int>(std::max<rlim_t>(64, nofile.rlim_cur / 2));
+      server_->set_max_connections(std::min(options_.max_connections, cap));
+      ORCA_LOG(WARNING) << "HTTP: the open-file limit is " << nofile.rlim_cur
+                        << "; at most " << server_->max_connections()
+                        << " connections are served at once";
+    }
+  }
   // The packaged cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG is
   // compiled into the library): a burst of clients would overflow the accept queue and
   // hang in half-open connections. Keep the listening socket and raise the backlog.
@@ -380,10 +413,21 @@ void HttpServer::Routes() {
       }
 
       if (!r.stream) {
+        // Waits for every choice; a client that went away meanwhile aborts them all (a
+        // non-streamed request otherwise runs to its max_tokens for nobody).
+        absl::Time next_check = absl::Now() + kClientCheckInterval;
         for (size_t i = 0; i < gen->streams.size(); ++i) {
           StreamEvent ev;
           while (!gen->choices[i].finished) {
-            if (gen->streams[i]->Pop(&ev, absl::Seconds(1))) gen->Apply(i, ev);
+            if (gen->streams[i]->Pop(&ev, kClientCheckInterval)) gen->Apply(i, ev);
+            if (absl::Now() < next_check) continue;
+            next_check = absl::Now() + kClientCheckInterval;
+            if (HttpListener::ClientGone()) {
+              gen->AbortAll();
+              res.status = 499;  // nginx's "client closed request"; nobody reads it
+              res.set_header("Connection", "close");
+              return;
+            }
           }
         }
         if (!gen->error.ok()) return SendError(res, FromStatus(gen->error));

@@ -7,6 +7,12 @@
 // Endpoints: POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize;
 // GET /v1/models, /health, /ready, /metrics, /version.
 //
+// Connections: slow and idle clients hold no thread; a request header has
+// header_timeout to arrive, a keep-alive connection idle_timeout between requests; over
+// max_connections open connections, a new one is answered 503 (internal/http_listener.h).
+// A non-streamed request whose client closes its connection is aborted within ~100 ms
+// (its KV blocks freed), as a stream is at its next token.
+//
 // Limits, whatever the transfer encoding: a request body over max_body_bytes is
 // answered 413 as soon as it passes the limit (its connection is then closed, the rest
 // is never read); JSON nested deeper than kMaxJsonDepth is a 400. With an api_key, every
@@ -20,6 +26,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,11 +40,11 @@
 #include "engine/server/authenticator.h"
 #include "engine/server/generation_service.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace orca {
+
+class HttpListener;
+
+inline constexpr int kDefaultMaxConnections = 4096;
 
 struct HttpServerOptions {
   std::string host = "0.0.0.0";
@@ -45,7 +52,14 @@ struct HttpServerOptions {
   std::string served_model_name;
   std::string api_key;              // empty: no authentication
   size_t max_body_bytes = 8 << 20;  // larger bodies get 413 (chunked ones too)
-  int num_threads = 512;            // concurrent connections (each stream holds one)
+  int num_threads = 512;  // requests served at once (a stream holds one; idle clients none)
+  // Open connections at most (lowered to what RLIMIT_NOFILE allows); one more is
+  // answered 503 with Retry-After and closed.
+  int max_connections = kDefaultMaxConnections;
+  // A request header must be complete within this of its first byte, else the
+  // connection is closed (slow clients); keep-alive connections idle longer are closed.
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds idle_timeout{5000};
   // Renders a chat-template context ({"messages", "add_generation_prompt", "bos_token",
   // "eos_token", ...}) to the prompt text; errors become 400s. Objects keep the key order
   // of the request body, as transformers' Python dicts do.
@@ -73,6 +87,8 @@ class HttpServer {
   // (a request being generated finishes first: stop the engine before, see above).
   void Stop();
   int port() const { return port_; }
+  // Returns the connection cap in force (after Start(): as lowered to RLIMIT_NOFILE).
+  int max_connections() const;
 
  private:
   HttpServer() = default;
@@ -83,7 +99,7 @@ class HttpServer {
   Authenticator authenticator_{""};
   std::atomic<bool> shutting_down_{false};
   std::unique_ptr<GenerationService> service_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<HttpListener> server_;
   std::thread thread_;
   int port_ = 0;
 };

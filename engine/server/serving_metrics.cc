@@ -24,7 +24,7 @@ ServingMetrics::ServingMetrics(const std::string& model_name) {
                          "Requests preempted for KV cache space (recomputed later).");
   prompt_tokens_ = counter("orca_prompt_tokens_total", "Prompt tokens of finished requests.");
   generation_tokens_ =
-      counter("orca_generation_tokens_total", "Tokens generated and delivered to clients.");
+      counter("orca_generation_tokens_total", "Tokens generated, counted as they are produced.");
   prefix_hits_ =
       counter("orca_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache.");
   success_ = &BuildCounter()
@@ -80,6 +80,9 @@ std::string ServingMetrics::Scrape(const Engine& engine, bool ready) {
   int64_t prev = seen_preemptions_.exchange(s.num_preemptions);
   if (s.num_preemptions > prev)
     preemptions_->Increment(static_cast<double>(s.num_preemptions - prev));
+  prev = seen_generated_.exchange(s.generated_tokens);
+  if (s.generated_tokens > prev)
+    generation_tokens_->Increment(static_cast<double>(s.generated_tokens - prev));
   prev = seen_prefix_hits_.exchange(s.prefix_cache_hit_tokens);
   if (s.prefix_cache_hit_tokens > prev)
     prefix_hits_->Increment(static_cast<double>(s.prefix_cache_hit_tokens - prev));
@@ -103,9 +106,9 @@ void ServingMetrics::OnFirstToken(double ttft_s, double queue_s) {
 void ServingMetrics::OnToken(double inter_token_s) { itl_->Observe(inter_token_s); }
 
 void ServingMetrics::OnFinished(FinishReason reason, int32_t prompt_tokens,
-                                int32_t completion_tokens, double e2e_s) {
+                                int32_t /*completion_tokens: counted as generated*/,
+                                double e2e_s) {
   prompt_tokens_->Increment(prompt_tokens);
-  generation_tokens_->Increment(completion_tokens);
   e2e_->Observe(e2e_s);
   const char* r = reason == FinishReason::kLength  ? "length"
                   : reason == FinishReason::kAbort ? "abort"

@@ -1,7 +1,9 @@
 // ServingMetrics: the scheduler's Prometheus metrics (DESIGN.md section 7), named as
 // vLLM's with the orca_ prefix, every series labelled with model_name. It observes the
 // Engine (EngineObserver: called on the iteration thread) and refreshes gauges from an
-// EngineSnapshot when scraped. Thread-safe.
+// EngineSnapshot when scraped; the engine's running totals (preemptions, prefix-cache
+// hits, generated tokens: counted as each token is sampled, not when its request ends)
+// become counters there too. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -54,6 +56,7 @@ class ServingMetrics : public EngineObserver {
   std::atomic<uint64_t> seen_breaks_{0};
   std::atomic<int64_t> seen_preemptions_{0};
   std::atomic<int64_t> seen_prefix_hits_{0};
+  std::atomic<int64_t> seen_generated_{0};
 };
 
 }  // namespace orca

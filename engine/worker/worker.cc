@@ -3,7 +3,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <deque>
+#include <functional>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/registry.h"
@@ -35,14 +37,39 @@ bool IsConfigurationError(const absl::Status& s) {
          absl::IsUnimplemented(s) || absl::IsDataLoss(s);
 }
 
+// The session's writes, from the rank's thread (ready, results, errors) and the
+// heartbeat thread: a gRPC stream takes one write at a time, and none after WritesDone.
+class SessionWriter {
+ public:
+  explicit SessionWriter(Stream* stream) : stream_(stream) {}
+  bool Write(const v1::WorkerMessage& m) {
+    absl::MutexLock lock(&mu_);
+    return !done_ && stream_->Write(m);
+  }
+  void WritesDone() {
+    absl::MutexLock lock(&mu_);
+    if (!std::exchange(done_, true)) stream_->WritesDone();
+  }
+
+ private:
+  Stream* stream_;
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 // Reads the scheduler's messages on a thread of its own for the rest of a session, so
 // that the session's end (the group broke elsewhere, the scheduler went away, Stop) is
 // noticed at once even while the rank's thread waits on the data plane: `ended` turns
-// true, which makes the NCCL communicators give up their waits. Plans queue up in order.
+// true, which makes the NCCL communicators give up their waits. Each plan is passed to
+// `received` as it arrives and queued in order.
 class SchedulerReader {
  public:
-  SchedulerReader(Stream* stream, std::atomic<bool>* ended)
-      : stream_(stream), ended_(ended), thread_([this] { Loop(); }) {}
+  SchedulerReader(Stream* stream, std::atomic<bool>* ended,
+                  std::function<void(const v1::IterationPlan&)> received)
+      : stream_(stream),
+        ended_(ended),
+        received_(std::move(received)),
+        thread_([this] { Loop(); }) {}
   ~SchedulerReader() { Join(); }
 
   // Waits for the next plan; false once the session has ended and no plan is left.
@@ -67,6 +94,7 @@ class SchedulerReader {
     v1::SchedulerMessage m;
     while (stream_->Read(&m)) {
       if (!m.has_plan()) continue;
+      received_(m.plan());
       absl::MutexLock lock(&mu_);
       plans_.push_back(std::move(*m.mutable_plan()));
     }
@@ -77,9 +105,55 @@ class SchedulerReader {
 
   Stream* stream_;
   std::atomic<bool>* ended_;
+  std::function<void(const v1::IterationPlan&)> received_;
   absl::Mutex mu_;
   std::deque<v1::IterationPlan> plans_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// Sends `beat` every `interval` from a thread of its own until stopped, whatever the
+// rank's thread is doing: the scheduler's evidence that this process is alive (a
+// stopped or frozen one keeps its connection open). `pause` (tests) runs before each.
+class Heartbeat {
+ public:
+  Heartbeat(SessionWriter* writer, v1::WorkerMessage beat, absl::Duration interval,
+            std::function<void()> pause)
+      : writer_(writer),
+        beat_(std::move(beat)),
+        interval_(interval),
+        pause_(std::move(pause)),
+        thread_([this] { Loop(); }) {}
+  ~Heartbeat() { Stop(); }
+
+  // Stops the heartbeats; none is written once it returns.
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        auto stopped = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_; };
+        if (mu_.AwaitWithTimeout(absl::Condition(&stopped), interval_)) return;
+      }
+      if (pause_) pause_();
+      writer_->Write(beat_);  // a failed write: the session is ending
+    }
+  }
+
+  SessionWriter* writer_;
+  const v1::WorkerMessage beat_;
+  const absl::Duration interval_;
+  std::function<void()> pause_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: starts once the members above exist
 };
 
@@ -205,8 +279,15 @@ absl::Status WorkerRank::Session() {
                  << ", tp " << shard.tp_rank << ")";
 
   session_ended_ = false;
-  SchedulerReader reader(stream.get(), &session_ended_);
+  SessionWriter writer(stream.get());
+  v1::WorkerMessage beat;  // the protocol's stand-in for a heartbeat: Ready, again
+  beat.mutable_ready()->set_generation(init.generation());
+  Heartbeat heartbeat(&writer, beat, options_.heartbeat, options_.pause_hook);
+  SchedulerReader reader(stream.get(), &session_ended_, [&](const v1::IterationPlan&) {
+    if (options_.pause_hook) options_.pause_hook();
+  });
   auto finish = [&](const std::string& what) {
+    heartbeat.Stop();
     reader.Join();
     return FromGrpc(stream->Finish(), what);
   };
@@ -214,9 +295,10 @@ absl::Status WorkerRank::Session() {
     v1::WorkerMessage m;
     m.mutable_error()->set_message(std::string(s.message()));
     m.mutable_error()->set_fatal(true);
-    stream->Write(m);
-    stream->WritesDone();
+    writer.Write(m);
+    writer.WritesDone();
     ctx.TryCancel();
+    heartbeat.Stop();
     reader.Join();
     return s;
   };
@@ -280,7 +362,7 @@ absl::Status WorkerRank::Session() {
   ready.mutable_ready()->set_generation(init.generation());
   ready.mutable_ready()->set_weight_bytes(runner_->weight_bytes());
   ready.mutable_ready()->set_kv_cache_bytes(runner_->kv_cache_bytes());
-  if (!stream->Write(ready)) return finish("reporting ready");
+  if (!writer.Write(ready)) return finish("reporting ready");
   generation_ = init.generation();
   ready_ = true;
   const auto [first_layer, end_layer] = shard.Layers(runner_->config().num_layers);
@@ -301,12 +383,12 @@ absl::Status WorkerRank::Session() {
       out.mutable_error()->set_message(std::string(result.status().message()));
       out.mutable_error()->set_fatal(fatal);
       if (fatal) return fail(result.status());
-      if (!stream->Write(out)) break;
+      if (!writer.Write(out)) break;
       continue;
     }
     if (!shard.samples()) continue;
     ToProto(*result, out.mutable_done());
-    if (!stream->Write(out)) break;
+    if (!writer.Write(out)) break;
   }
   return finish("the session ended");
 }

@@ -4,7 +4,10 @@
 // its backend, its communicators (Gloo, rendezvousing through the scheduler; or NCCL on
 // the CUDA backend's stream, from the unique ids in GroupInit) and its model shard;
 // then it executes every plan the scheduler streams, in order, and (when it is the
-// sampling rank) returns the sampled tokens. The scheduler's messages are read on a
+// sampling rank) returns the sampled tokens. Throughout a session a thread of its own
+// sends heartbeats (a repeated WorkerReady), also while the rank computes or waits on
+// the data plane: the scheduler's evidence that the process is alive (a stopped one
+// keeps its connection open). The scheduler's messages are read on a
 // thread of their own, so a session that ends while the rank waits on the data plane
 // cancels that wait (NCCL; Gloo's own timeout and TCP errors end it). When the session
 // breaks (the scheduler restarts, another rank is lost) it drops the communicators and
@@ -13,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -39,6 +43,12 @@ struct WorkerOptions {
   std::string host;      // address peers reach this rank's data plane at; "" = hostname
   std::string name;      // for the scheduler's logs
   absl::Duration retry = absl::Seconds(1);  // between dial attempts
+  // Between heartbeats; well below the scheduler's rank deadline (10 s by default).
+  absl::Duration heartbeat = absl::Milliseconds(500);
+  // Tests: called before each heartbeat and before each arriving plan is queued (on the
+  // session's heartbeat and reader threads); blocking it stands for a stopped process.
+  // Null in production.
+  std::function<void()> pause_hook;
 };
 
 class WorkerRank {

@@ -33,12 +33,14 @@ using json = nlohmann::json;
 constexpr char kModel[] = "stories260K";
 constexpr char kJson[] = "application/json";
 
-std::unique_ptr<Engine> MakeEngine(const std::string& dir, int32_t max_waiting_requests = 1024) {
+std::unique_ptr<Engine> MakeEngine(const std::string& dir, int32_t max_waiting_requests = 1024,
+                                   int32_t max_batch_size = 64) {
   EngineOptions eo;
   eo.model.dir = dir;
   eo.device.threads = 1;
   eo.kv_cache.num_blocks = 256;
   eo.scheduler.max_waiting_requests = max_waiting_requests;
+  eo.scheduler.max_batch_size = max_batch_size;
   auto engine = Engine::Create(eo);
   EXPECT_TRUE(engine.ok()) << engine.status();
   return engine.ok() ? std::move(*engine) : nullptr;
@@ -434,16 +436,18 @@ TEST_F(HttpServerTest, ApiKeyIsRequiredWhenSet) {
   server->Stop();
 }
 
-// An engine whose loop is not started keeps every request queued, so with room for one
-// waiting request, a request for n=2 completions deterministically overflows the queue.
+// An engine whose loop is not started keeps every request queued, so with one batch
+// slot and room for one request waiting beyond it, a request for n=3 completions
+// deterministically overflows the queue.
 TEST_F(HttpServerTest, QueueOverflowIs429WithRetryAfter) {
-  std::unique_ptr<Engine> queued = MakeEngine(dir_, /*max_waiting_requests=*/1);
+  std::unique_ptr<Engine> queued =
+      MakeEngine(dir_, /*max_waiting_requests=*/1, /*max_batch_size=*/1);
   ASSERT_NE(queued, nullptr);
   auto server = StartServer(queued.get(), BaseOptions());
   ASSERT_NE(server, nullptr);
   auto client = ClientFor(*server);
   auto res = client->Post("/v1/completions",
-                          json{{"prompt", "Once"}, {"max_tokens", 2}, {"n", 2}}.dump(), kJson);
+                          json{{"prompt", "Once"}, {"max_tokens", 2}, {"n", 3}}.dump(), kJson);
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 429);
   EXPECT_EQ(res->get_header_value("Retry-After"), "1");

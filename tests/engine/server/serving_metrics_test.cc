@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -146,12 +148,11 @@ struct Gauges {
 nlohmann::json Expected(const Fed& fed, const Gauges& g) {
   const BucketBoundaries latency = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
                                     0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
-  double prompt = 0, completion = 0;
+  double prompt = 0;
   std::map<std::string, double> reasons = {{"stop", 0}, {"length", 0}, {"abort", 0}, {"error", 0}};
   std::vector<double> e2e, ttft, queue, it_tokens, it_duration, batch, overhead;
   for (const auto& f : fed.finished) {
     prompt += f.prompt;
-    completion += f.completion;
     e2e.push_back(f.e2e);
     reasons[FinishReasonName(f.reason)] += 1;
   }
@@ -176,8 +177,9 @@ nlohmann::json Expected(const Fed& fed, const Gauges& g) {
             "Requests preempted for KV cache space (recomputed later).",
             static_cast<double>(g.snapshot.num_preemptions));
   e.Counter("orca_prompt_tokens_total", "Prompt tokens of finished requests.", prompt);
-  e.Counter("orca_generation_tokens_total", "Tokens generated and delivered to clients.",
-            completion);
+  // Counted from the engine as tokens are sampled, not from finished requests.
+  e.Counter("orca_generation_tokens_total", "Tokens generated, counted as they are produced.",
+            static_cast<double>(g.snapshot.generated_tokens));
   e.Counter("orca_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache.",
             static_cast<double>(g.snapshot.prefix_cache_hit_tokens));
   e.Family("orca_request_success_total", "counter", "Finished requests by finish reason.");
@@ -239,14 +241,10 @@ void CheckWithPythonParser(const std::string& text, const nlohmann::json& expect
   EXPECT_EQ(rc, 0) << output << "\n--- exposition ---\n" << text;
 }
 
-class ServingMetricsTest : public ::testing::Test {
+// A real engine on stories260K whose iterations the test lets through one by one.
+class GatedEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (orca::testing::RunCommand(std::string(kPython) +
-                                  " -c 'import prometheus_client.parser' >/dev/null 2>&1") != 0) {
-      if (orca::testing::InCi()) FAIL() << "python3-prometheus-client is missing in CI";
-      GTEST_SKIP() << "python3-prometheus-client not installed; skipping";
-    }
     ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
     EngineOptions eo;
     eo.model.dir = dir;
@@ -286,6 +284,45 @@ class ServingMetricsTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
   GatedExecutor* gate_ = nullptr;
 };
+
+class ServingMetricsTest : public GatedEngineTest {
+ protected:
+  void SetUp() override {
+    if (orca::testing::RunCommand(std::string(kPython) +
+                                  " -c 'import prometheus_client.parser' >/dev/null 2>&1") != 0) {
+      if (orca::testing::InCi()) FAIL() << "python3-prometheus-client is missing in CI";
+      GTEST_SKIP() << "python3-prometheus-client not installed; skipping";
+    }
+    GatedEngineTest::SetUp();
+  }
+};
+
+// The value of the one sample of `name` in `text` (-1 when absent).
+double SampleValue(const std::string& text, const std::string& name) {
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (!absl::StartsWith(line, name + "{")) continue;
+    double v = -1;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) return v;
+  }
+  return -1;
+}
+
+// Issue 16: orca_generation_tokens_total moved only when a request completed, so a
+// dashboard saw nothing during long generations. It counts tokens as they are sampled:
+// after 6 iterations of a request of 64 tokens, still running, it reads 6.
+TEST_F(GatedEngineTest, GenerationTokensCountWhileTheRequestRuns) {
+  HoldEngineAfterOneIteration();  // 1 iteration done: the first token
+  ServingMetrics m(kModel);
+  EXPECT_EQ(SampleValue(m.Scrape(*engine_, true), "orca_generation_tokens_total"), 1);
+  gate_->Allow(5);
+  ASSERT_TRUE(gate_->AwaitArrivals(7, absl::Seconds(60)));  // 6 iterations done
+  const std::string text = m.Scrape(*engine_, true);
+  EXPECT_EQ(SampleValue(text, "orca_num_requests_running"), 1) << text;
+  EXPECT_EQ(SampleValue(text, "orca_generation_tokens_total"), 6) << text;
+  // A request that ends adds nothing more: its tokens were counted already.
+  m.OnFinished(FinishReason::kLength, 4, 6, 0.1);
+  EXPECT_EQ(SampleValue(m.Scrape(*engine_, true), "orca_generation_tokens_total"), 6);
+}
 
 TEST_F(ServingMetricsTest, ExposesFedObservationsAndEngineGaugesToThePrometheusParser) {
   HoldEngineAfterOneIteration();
