@@ -8,6 +8,7 @@
 #include <boost/context/stack_context.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
