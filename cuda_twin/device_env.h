@@ -97,7 +97,9 @@ inline int __all_sync(unsigned mask, int predicate) {
   return __ballot_sync(mask, predicate) == mask;
 }
 
-inline float __int_as_float(int i) { return ::orca::cuda_twin::device::FromBits<float>(static_cast<uint32_t>(i)); }
+inline float __int_as_float(int i) {
+  return ::orca::cuda_twin::device::FromBits<float>(static_cast<uint32_t>(i));
+}
 inline int __float_as_int(float f) { return static_cast<int>(::orca::cuda_twin::device::Bits(f)); }
 inline float __expf(float x) { return std::exp(x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }

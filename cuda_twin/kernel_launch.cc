@@ -200,7 +200,8 @@ void* Block::StaticAt(const void* site, size_t bytes, size_t align) {
   const size_t offset = (static_used_ + align - 1) / align * align;
   if (offset + bytes + launch_.dynamic_smem > kSharedLimit) {
     Fault(absl::StrCat(Where(current_), ": ", offset + bytes, " bytes of static and ",
-                       launch_.dynamic_smem, " of dynamic shared memory exceed the 48 KiB a block may use"));
+                       launch_.dynamic_smem,
+                       " of dynamic shared memory exceed the 48 KiB a block may use"));
     Yield(State::kDone);
   }
   static_used_ = offset + bytes;
@@ -294,8 +295,8 @@ bool Block::Release() {
       at_warp += t.state == State::kAtWarp;
       done += t.state == State::kDone;
     }
-    Fault(absl::StrCat("kernel ", launch_.name, " block ", Dim(block_idx_),
-                       ": deadlock: ", at_sync, " threads wait at __syncthreads, ", at_warp,
+    Fault(absl::StrCat("kernel ", launch_.name, " block ", Dim(block_idx_), ": deadlock: ", at_sync,
+                       " threads wait at __syncthreads, ", at_warp,
                        " at a warp shuffle or __syncwarp, ", done,
                        " have exited (a barrier in divergent code)"));
   }
@@ -405,20 +406,23 @@ std::atomic<uint64_t> g_launches{0};
 
 }  // namespace
 
-void LaunchKernel(const char* name, dim3 grid, dim3 block, size_t dynamic_smem,
-                  cudaStream_t stream, std::function<void()> body) {
+void LaunchKernel(const char* name, dim3 grid, dim3 block, size_t dynamic_smem, cudaStream_t stream,
+                  std::function<void()> body) {
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   if (threads == 0 || threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
       grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 ||
       grid.z > 65535) {
-    std::fprintf(stderr, "orca CUDA twin: launch of %s with grid %s, block %s: invalid configuration\n",
+    std::fprintf(stderr,
+                 "orca CUDA twin: launch of %s with grid %s, block %s: invalid configuration\n",
                  name, Dim(grid).c_str(), Dim(block).c_str());
     (void)Fail(cudaErrorInvalidConfiguration);
     return;
   }
   if (dynamic_smem > kSharedLimit) {
-    std::fprintf(stderr, "orca CUDA twin: launch of %s asks for %zu bytes of dynamic shared memory (limit 48 KiB)\n",
-                 name, dynamic_smem);
+    std::fprintf(
+        stderr,
+        "orca CUDA twin: launch of %s asks for %zu bytes of dynamic shared memory (limit 48 KiB)\n",
+        name, dynamic_smem);
     (void)Fail(cudaErrorInvalidValue);
     return;
   }

@@ -39,8 +39,8 @@ const dim3& GridDim();
 // LaunchKernel("kernel", grid, block, dynamic_smem, stream, [=] { kernel(args); }).
 // Sets the calling thread's last error on a bad configuration (the kernel does not run);
 // otherwise enqueues the grid on `stream`.
-void LaunchKernel(const char* name, dim3 grid, dim3 block, size_t dynamic_smem,
-                  cudaStream_t stream, std::function<void()> body);
+void LaunchKernel(const char* name, dim3 grid, dim3 block, size_t dynamic_smem, cudaStream_t stream,
+                  std::function<void()> body);
 
 // The block's dynamic shared memory (`extern __shared__ T name[];`), 16-byte aligned.
 void* DynamicShared();

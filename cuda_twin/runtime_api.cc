@@ -51,8 +51,8 @@ bool PartlyDevice(const void* p, size_t bytes) {
          (bytes > 0 && DeviceOfPointer(static_cast<const char*>(p) + bytes - 1) >= 0);
 }
 
-cudaError_t Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                 cudaStream_t stream, bool synchronous, const char* call) {
+cudaError_t Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream,
+                 bool synchronous, const char* call) {
   if (cudaError_t e = CheckInit(); e != cudaSuccess) return e;
   if (bytes == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
@@ -137,7 +137,8 @@ cudaError_t cudaGetDeviceCount(int* count) {
 
 cudaError_t cudaSetDevice(int device) {
   if (!Config().error.empty()) return Fail(cudaErrorInitializationError);
-  if (!ValidDevice(device)) return Fail(Config().devices == 0 ? cudaErrorNoDevice : cudaErrorInvalidDevice);
+  if (!ValidDevice(device))
+    return Fail(Config().devices == 0 ? cudaErrorNoDevice : cudaErrorInvalidDevice);
   SetCurrentDevice(device);
   return cudaSuccess;
 }
@@ -286,7 +287,8 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
   if (pool == nullptr || value == nullptr) return Fail(cudaErrorInvalidValue);
   if (attr != cudaMemPoolAttrReleaseThreshold && attr != cudaMemPoolReuseFollowEventDependencies &&
-      attr != cudaMemPoolReuseAllowOpportunistic && attr != cudaMemPoolReuseAllowInternalDependencies) {
+      attr != cudaMemPoolReuseAllowOpportunistic &&
+      attr != cudaMemPoolReuseAllowInternalDependencies) {
     return Fail(cudaErrorInvalidValue);
   }
   return cudaSuccess;  // caching policy: the twin frees at once, which is stricter
@@ -367,7 +369,9 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_
   }));
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t* event) { return Fail(CreateEvent(cudaEventDefault, event)); }
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  return Fail(CreateEvent(cudaEventDefault, event));
+}
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   return Fail(CreateEvent(flags, event));
 }

@@ -90,9 +90,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
       {
         absl::MutexLock lock(&mu_);
         mu_.Await(absl::Condition(
-            +[](Stream* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-              return !s->queue_.empty() || s->stopping_;
-            },
+            +[](Stream* s)
+                 ABSL_NO_THREAD_SAFETY_ANALYSIS { return !s->queue_.empty() || s->stopping_; },
             this));
         if (queue_.empty()) return;
         item = std::move(queue_.front());
@@ -323,7 +322,8 @@ cudaError_t RunAndWait(cudaStream_t stream, std::function<cudaError_t()> work) {
 }
 
 cudaError_t CreateEvent(unsigned flags, cudaEvent_t* out) {
-  constexpr unsigned kKnown = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
+  constexpr unsigned kKnown =
+      cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
   if (out == nullptr || (flags & ~kKnown) != 0 || (flags & cudaEventInterprocess) != 0) {
     return cudaErrorInvalidValue;
   }

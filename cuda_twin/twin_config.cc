@@ -19,8 +19,9 @@ TwinConfig Load() {
   read("ORCA_CUDA_TWIN_DEVICES", [&](const std::string& v) {
     return absl::SimpleAtoi(v, &c.devices) && c.devices >= 0 && c.devices <= 64;
   });
-  read("ORCA_CUDA_TWIN_DEVICE_MEMORY",
-       [&](const std::string& v) { return ParseBytes(v, &c.device_memory) && c.device_memory > 0; });
+  read("ORCA_CUDA_TWIN_DEVICE_MEMORY", [&](const std::string& v) {
+    return ParseBytes(v, &c.device_memory) && c.device_memory > 0;
+  });
   read("ORCA_CUDA_TWIN_SEED", [&](const std::string& v) { return absl::SimpleAtoi(v, &c.seed); });
   read("ORCA_CUDA_TWIN_POISON", [&](const std::string& v) {
     if (v != "0" && v != "1") return false;

@@ -31,9 +31,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->options_ = options;
   ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model.dir));
   if (executor == nullptr) {
-    ORCA_ASSIGN_OR_RETURN(auto local, LocalExecutor::Create(LocalExecutorOptions{
-                                          options.model, options.device, options.kv_cache,
-                                          options.scheduler}));
+    ORCA_ASSIGN_OR_RETURN(auto local,
+                          LocalExecutor::Create(LocalExecutorOptions{
+                              options.model, options.device, options.kv_cache, options.scheduler}));
     ORCA_LOG(INFO) << "engine: weights " << local->runner().weight_bytes() / (1 << 20)
                    << " MiB, KV cache " << local->runner().kv_cache_bytes() / (1 << 20) << " MiB";
     executor = std::move(local);
@@ -111,8 +111,7 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
   // Only requests that will not fit into the running batch at the next iteration
   // count against the queue bound: those waiting beyond the free batch slots.
   const int32_t pending = snapshot_.num_waiting + static_cast<int32_t>(inbox_.size());
-  const int32_t free_slots =
-      std::max(0, options_.scheduler.max_batch_size - snapshot_.num_running);
+  const int32_t free_slots = std::max(0, options_.scheduler.max_batch_size - snapshot_.num_running);
   if (pending - free_slots >= options_.scheduler.max_waiting_requests) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the server is overloaded: ", options_.scheduler.max_waiting_requests,

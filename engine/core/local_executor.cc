@@ -27,9 +27,8 @@ absl::Status SizeKvCacheFromMemory(ModelRunner& runner, Backend& backend,
   if (max_len <= 0 || max_len > runner.config().max_position_embeddings) {
     max_len = runner.config().max_position_embeddings;
   }
-  ORCA_ASSIGN_OR_RETURN(
-      KvMemoryPlan plan,
-      KvBlocksFromMemory(m, runner.KvBytesFor(1), runner.block_size(), max_len));
+  ORCA_ASSIGN_OR_RETURN(KvMemoryPlan plan,
+                        KvBlocksFromMemory(m, runner.KvBytesFor(1), runner.block_size(), max_len));
   ORCA_LOG(INFO) << "engine: " << backend.name() << ": " << plan.Describe();
   return runner.ResizeKvCache(plan.num_blocks);
 }

@@ -63,17 +63,17 @@ absl::StatusOr<KvMemoryPlan> KvBlocksFromMemory(const MemoryMeasurement& m, size
   p.reserve_bytes = m.budget_bytes / 50;
   const size_t taken = p.weight_bytes + p.activation_bytes + p.reserve_bytes;
   p.kv_bytes = m.budget_bytes > taken ? m.budget_bytes - taken : 0;
-  const int64_t blocks = std::min<int64_t>(static_cast<int64_t>(p.kv_bytes / bytes_per_block),
-                                           INT32_MAX / block_size);
+  const int64_t blocks =
+      std::min<int64_t>(static_cast<int64_t>(p.kv_bytes / bytes_per_block), INT32_MAX / block_size);
   p.num_blocks = static_cast<int32_t>(blocks);
   p.tokens = blocks * block_size;
   const int64_t needed = (max_model_len + block_size - 1) / block_size + 1;
   if (blocks < needed) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        p.Describe(), ": not even one sequence of ", max_model_len, " tokens fits (", needed,
-        " blocks of ", bytes_per_block,
-        " bytes); lower --max-model-len, raise --gpu-memory-fraction, shard the model "
-        "(--tensor-parallel) or use a device with more memory"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(p.Describe(), ": not even one sequence of ", max_model_len, " tokens fits (",
+                     needed, " blocks of ", bytes_per_block,
+                     " bytes); lower --max-model-len, raise --gpu-memory-fraction, shard the model "
+                     "(--tensor-parallel) or use a device with more memory"));
   }
   return p;
 }

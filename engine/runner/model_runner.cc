@@ -91,8 +91,8 @@ absl::Status ModelRunner::RunProfilingPass(int64_t max_tokens, int32_t max_seqs)
     s.token_ids.assign(static_cast<size_t>(std::max<int64_t>(n, 1)), 0);
     const int32_t blocks = static_cast<int32_t>((s.token_ids.size() + bs - 1) / bs);
     if (next_block + blocks > kv_shape_.num_blocks) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the profiling pass needs more than the ", kv_shape_.num_blocks, " KV blocks it has"));
+      return absl::InvalidArgumentError(absl::StrCat("the profiling pass needs more than the ",
+                                                     kv_shape_.num_blocks, " KV blocks it has"));
     }
     for (int32_t b = 0; b < blocks; ++b) s.block_table.push_back(next_block++);
     left -= static_cast<int64_t>(s.token_ids.size());

@@ -204,9 +204,8 @@ absl::Status HttpServer::Start() {
     if (nofile.rlim_cur < needed) {
       const int cap = static_cast<int>(std::max<rlim_t>(64, nofile.rlim_cur / 2));
       server_->set_max_connections(std::min(options_.max_connections, cap));
-      ORCA_LOG(WARNING) << "HTTP: the open-file limit is " << nofile.rlim_cur
-                        << "; at most " << server_->max_connections()
-                        << " connections are served at once";
+      ORCA_LOG(WARNING) << "HTTP: the open-file limit is " << nofile.rlim_cur << "; at most "
+                        << server_->max_connections() << " connections are served at once";
     }
   }
   // The packaged cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG is

@@ -106,8 +106,7 @@ void ServingMetrics::OnFirstToken(double ttft_s, double queue_s) {
 void ServingMetrics::OnToken(double inter_token_s) { itl_->Observe(inter_token_s); }
 
 void ServingMetrics::OnFinished(FinishReason reason, int32_t prompt_tokens,
-                                int32_t /*completion_tokens: counted as generated*/,
-                                double e2e_s) {
+                                int32_t /*completion_tokens: counted as generated*/, double e2e_s) {
   prompt_tokens_->Increment(prompt_tokens);
   e2e_->Observe(e2e_s);
   const char* r = reason == FinishReason::kLength  ? "length"

@@ -110,11 +110,13 @@ TEST(KernelLaunch, KernelsOrderWithCopiesOnTheirStream) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   std::vector<float> in(kN);
   std::iota(in.begin(), in.end(), 0.0f);
-  ASSERT_EQ(cudaMemcpyAsync(x, in.data(), kN * sizeof(float), cudaMemcpyHostToDevice, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(x, in.data(), kN * sizeof(float), cudaMemcpyHostToDevice, s),
+            cudaSuccess);
   ASSERT_EQ(probe::LaunchScale(x, kN, s), cudaSuccess);
   ASSERT_EQ(probe::LaunchScale(x, kN, s), cudaSuccess);
   std::vector<float> out(kN);
-  ASSERT_EQ(cudaMemcpyAsync(out.data(), x, kN * sizeof(float), cudaMemcpyDeviceToHost, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(out.data(), x, kN * sizeof(float), cudaMemcpyDeviceToHost, s),
+            cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(out[i], (in[i] * 2 + 1) * 2 + 1) << i;
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);

@@ -67,7 +67,8 @@ cudaError_t LaunchRecordOrder(int32_t* counter, int32_t* order, int blocks, cuda
   return cudaGetLastError();
 }
 
-cudaError_t LaunchReadUnwrittenShared(uint32_t* out, int threads, bool dynamic, cudaStream_t stream) {
+cudaError_t LaunchReadUnwrittenShared(uint32_t* out, int threads, bool dynamic,
+                                      cudaStream_t stream) {
   if (dynamic) {
     ReadDynamicKernel<<<1, threads, 64 * sizeof(uint32_t), stream>>>(out);
   } else {

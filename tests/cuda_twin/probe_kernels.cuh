@@ -16,7 +16,8 @@ cudaError_t LaunchBlockSum(float* out, int blocks, int threads, cudaStream_t str
 cudaError_t LaunchRecordOrder(int32_t* counter, int32_t* order, int blocks, cudaStream_t stream);
 // out[t] = a word of static (dynamic when `dynamic`) shared memory read before any
 // thread wrote it (bit pattern), for `threads` threads.
-cudaError_t LaunchReadUnwrittenShared(uint32_t* out, int threads, bool dynamic, cudaStream_t stream);
+cudaError_t LaunchReadUnwrittenShared(uint32_t* out, int threads, bool dynamic,
+                                      cudaStream_t stream);
 // One warp: lanes below `first` wait at __syncthreads, the others at a full-mask shuffle
 // (on a GPU: undefined, usually a hang); out[32].
 cudaError_t LaunchDivergentBarrier(int first, float* out, cudaStream_t stream);

@@ -23,9 +23,10 @@ constexpr size_t kMiB = size_t{1} << 20;
 class Gate {
  public:
   explicit Gate(cudaStream_t s) {
-    EXPECT_EQ(cudaLaunchHostFunc(
-                  s, [](void* self) { static_cast<Gate*>(self)->opened_.get_future().wait(); }, this),
-              cudaSuccess);
+    EXPECT_EQ(
+        cudaLaunchHostFunc(
+            s, [](void* self) { static_cast<Gate*>(self)->opened_.get_future().wait(); }, this),
+        cudaSuccess);
   }
   void Open() { opened_.set_value(); }
 
@@ -34,7 +35,8 @@ class Gate {
 };
 
 bool Eventually(const std::atomic<bool>& flag) {
-  for (int i = 0; i < 2000 && !flag.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 2000 && !flag.load(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return flag.load();
 }
 
@@ -116,8 +118,10 @@ TEST(Runtime, PageableSourceIsStagedAtTheCallAndPinnedReadLater) {
   *pinned = 1;
   {
     Gate gate(s);
-    ASSERT_EQ(cudaMemcpyAsync(d, &pageable, sizeof(int32_t), cudaMemcpyHostToDevice, s), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(d + 1, pinned, sizeof(int32_t), cudaMemcpyHostToDevice, s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(d, &pageable, sizeof(int32_t), cudaMemcpyHostToDevice, s),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(d + 1, pinned, sizeof(int32_t), cudaMemcpyHostToDevice, s),
+              cudaSuccess);
     pageable = 2;  // allowed: the pageable source was staged
     *pinned = 2;   // a race on a GPU: the copy reads pinned memory when it runs
     gate.Open();

@@ -99,11 +99,11 @@ bool HttpListener::process_and_close_socket(socket_t sock) {
   }
   if (connections_.fetch_add(1) >= max_connections_) {
     --connections_;
-    const std::string response = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
-                                 "Content-Type: application/json\r\nConnection: close\r\n"
-                                 "Content-Length: " +
-                                 std::to_string(options_.busy_body.size()) + "\r\n\r\n" +
-                                 options_.busy_body;
+    const std::string response =
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
+        "Content-Type: application/json\r\nConnection: close\r\n"
+        "Content-Length: " +
+        std::to_string(options_.busy_body.size()) + "\r\n\r\n" + options_.busy_body;
     (void)!::send(sock, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     d->waiter.Linger(sock, kLingerTime);
     return false;
@@ -120,8 +120,8 @@ void HttpListener::Serve(int sock, std::string buffered, int requests_left) {
   SocketStream stream(sock, TimeoutMs(read_timeout_sec_, read_timeout_usec_),
                       TimeoutMs(write_timeout_sec_, write_timeout_usec_), std::move(buffered));
   bool connection_closed = false;
-  const bool ok = process_request(stream, /*close_connection=*/requests_left <= 1,
-                                  connection_closed, nullptr);
+  const bool ok =
+      process_request(stream, /*close_connection=*/requests_left <= 1, connection_closed, nullptr);
   current_connection = nullptr;
   Dispatcher* d = dispatcher_;
   if (connection.close_after_response && d != nullptr) {
