@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "cuda_twin/host_guard.h"
 #include "cuda_twin/streams.h"
 #include "cuda_twin/twin_config.h"
 
@@ -32,12 +33,14 @@ class Registry {
       if (rounded > Config().device_memory - in_use_[device]) return cudaErrorMemoryAllocation;
       in_use_[device] += rounded;
     }
-    void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    const bool guarded = device >= 0 && HostGuardEnabled();
+    void* p = guarded ? GuardedAllocate(rounded, Config().poison)
+                      : std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
     if (p == nullptr) {
       if (device >= 0) Release(device, rounded);
       return cudaErrorMemoryAllocation;
     }
-    if (device >= 0 && Config().poison) std::memset(p, 0xff, rounded);
+    if (device >= 0 && !guarded && Config().poison) std::memset(p, 0xff, rounded);
     {
       absl::MutexLock lock(&mu_);
       live_[reinterpret_cast<uintptr_t>(p)] = Allocation{bytes, device};
@@ -55,8 +58,13 @@ class Registry {
       a = it->second;
       live_.erase(it);
     }
-    if (a.device >= 0) Release(a.device, (a.bytes + kAlignment - 1) / kAlignment * kAlignment);
-    std::free(ptr);
+    const size_t rounded = (a.bytes + kAlignment - 1) / kAlignment * kAlignment;
+    if (a.device >= 0) Release(a.device, rounded);
+    if (a.device >= 0 && HostGuardEnabled()) {
+      GuardedFree(ptr, rounded);
+    } else {
+      std::free(ptr);
+    }
     return cudaSuccess;
   }
 

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "cuda_twin/host_guard.h"
 #include "cuda_twin/runtime_internal.h"
 #include "cuda_twin/twin_config.h"
 
@@ -98,7 +99,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
         queue_.pop_front();
       }
       for (const StreamPoint& p : item.waits) p.stream->WaitFor(p.seq);
+      EnterDeviceWork();
       const cudaError_t err = item.work ? item.work() : cudaSuccess;
+      LeaveDeviceWork();
       absl::MutexLock lock(&mu_);
       if (err != cudaSuccess && error_ == cudaSuccess) error_ = err;
       ++completed_;

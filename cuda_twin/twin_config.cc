@@ -28,6 +28,11 @@ TwinConfig Load() {
     c.poison = v == "1";
     return true;
   });
+  read("ORCA_CUDA_TWIN_HOST_GUARD", [&](const std::string& v) {
+    if (v != "0" && v != "1") return false;
+    c.host_guard = v == "1";
+    return true;
+  });
   if (!c.error.empty()) {
     std::fprintf(stderr, "orca CUDA twin: %s; no device is available\n", c.error.c_str());
     c.devices = 0;

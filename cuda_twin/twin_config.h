@@ -8,6 +8,9 @@
 //   ORCA_CUDA_TWIN_SEED           seed of the shuffled block order (default 1)
 //   ORCA_CUDA_TWIN_POISON         0 turns off the NaN poison of new device allocations and
 //                                 shared memory (default 1)
+//   ORCA_CUDA_TWIN_HOST_GUARD     1: device memory is inaccessible outside device work, so a
+//                                 host dereference of a device pointer faults (host_guard.h;
+//                                 default 0; ignored under AddressSanitizer)
 // A malformed value is reported on stderr once and leaves the process without devices
 // (every call then fails with cudaErrorInitializationError). Thread-safe.
 #pragma once
@@ -23,6 +26,7 @@ struct TwinConfig {
   size_t device_memory = size_t{1} << 30;
   uint64_t seed = 1;
   bool poison = true;
+  bool host_guard = false;
   std::string error;  // non-empty: the environment was malformed
 };
 

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_twin/host_guard.h"
 #include "cuda_twin/streams.h"
 #include "cuda_twin/twin_config.h"
 
@@ -220,6 +221,26 @@ TEST(Runtime, StreamOrderedFreeWaitsForEarlierWork) {
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
   EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+}
+
+TEST(RuntimeDeathTest, HostDereferenceOfADevicePointerIsNamed) {
+  if (!HostGuardEnabled()) GTEST_SKIP() << "ORCA_CUDA_TWIN_HOST_GUARD is off (or under ASan)";
+  // The child re-runs this test from the start: the stream threads are not forked.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  float* d = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), 64 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d, 0, 64 * sizeof(float)), cudaSuccess);  // device work opens it
+  EXPECT_DEATH(
+      {
+        volatile float v = d[3];
+        (void)v;
+      },
+      "the host touched memory at");
+  // Through the runtime it is fine.
+  float h = -1;
+  ASSERT_EQ(cudaMemcpy(&h, d + 3, sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(h, 0.0f);
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
 }
 
 TEST(Runtime, SizesParseAsDocumented) {
