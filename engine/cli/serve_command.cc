@@ -34,12 +34,6 @@ constexpr char kFallbackChatTemplate[] =
     "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}assistant:{% endif %}";
 
-// How long the shutdown after SIGTERM/SIGINT may take (stop admitting, fail the open
-// requests, close the transports) before the process exits regardless. Within
-// Kubernetes' default grace period of 30 s.
-// TODO(config): make it a setting (server.shutdown_timeout_s).
-constexpr absl::Duration kShutdownDeadline = absl::Seconds(20);
-
 std::atomic<bool> g_stop{false};
 
 // The first signal asks for a shutdown; a second one, while it runs, exits at once.
@@ -64,9 +58,10 @@ void ExitIfStillRunningAfter(absl::Duration deadline) {
 // gRPC UNAVAILABLE: retriable), so that their handlers return; then close the transports
 // (which wait for their handlers). Stopping the transports first would wait for every
 // open request to generate to its end.
-void Shutdown(Engine& engine, HttpServer& http, GrpcServer* grpc) {
+// `deadline`: server.shutdown_timeout_s, within Kubernetes' grace period.
+void Shutdown(Engine& engine, HttpServer& http, GrpcServer* grpc, absl::Duration deadline) {
   const absl::Time start = absl::Now();
-  ExitIfStillRunningAfter(kShutdownDeadline);
+  ExitIfStillRunningAfter(deadline);
   ORCA_LOG(INFO) << "shutting down: no new requests; open requests fail (retriable)";
   http.BeginShutdown();
   if (grpc != nullptr) grpc->BeginShutdown();
@@ -96,6 +91,7 @@ absl::StatusOr<Group> StartGroup(const EngineConfig& config, Role role) {
   go.device = config.device.type;
   go.listen = absl::StrCat(role == Role::kServe ? "127.0.0.1" : "0.0.0.0", ":", p.control_port);
   go.kv_cache = config.kv_cache;
+  go.rank_deadline_s = p.rank_deadline_s;
   ORCA_ASSIGN_OR_RETURN(auto executor, GroupExecutor::Create(go));
   if (role == Role::kServe) {
     // Local workers: this binary again, configured from this configuration (ToFlags), each
@@ -205,7 +201,7 @@ absl::Status Serve(const EngineConfig& config, Role role) {
   std::cout << "orca: serving " << so.served_model_name << " on http://" << so.host << ":"
             << http->port() << std::endl;
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  Shutdown(*engine, *http, grpc.get());
+  Shutdown(*engine, *http, grpc.get(), absl::Seconds(config.server.shutdown_timeout_s));
   return absl::OkStatus();
 }
 

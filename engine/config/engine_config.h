@@ -71,6 +71,7 @@ struct SchedulerOptions {
   int32_t max_batch_size = 64;          // sequences per iteration
   int32_t max_batched_tokens = 512;     // tokens per iteration
   int32_t max_waiting_requests = 1024;  // beyond: 429
+  double queue_timeout_s = 60;           // waiting for admission; beyond: 503 (0 = none)
 };
 
 // The shape of a serving group (DESIGN.md section 4).
@@ -79,6 +80,7 @@ struct ParallelOptions {
   int32_t pipeline = 1;
   int32_t gpus_per_pod = 1;     // ranks one `orca worker` process hosts
   int32_t control_port = 8002;  // the scheduler's control plane (orca serve: 0 = any)
+  double rank_deadline_s = 10;  // a rank silent this long breaks the group (0 = off)
 };
 
 // The public endpoints of `orca serve` / `orca scheduler`.
@@ -89,6 +91,7 @@ struct ServerOptions {
   std::string api_key_file;   // "" = no authentication
   std::string chat_template;  // file; "" = the tokenizer's
   int64_t max_body_bytes = 8 << 20;
+  double shutdown_timeout_s = 20;  // after SIGTERM, then exit regardless
 };
 
 // Where one `orca worker` process sits in its group; the command line's, per pod.

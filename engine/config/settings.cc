@@ -224,6 +224,10 @@ std::vector<Setting> BuildSettings() {
   s.push_back(Int("scheduler.max_waiting_requests", "max-waiting-requests", &C::scheduler,
                   &SchedulerOptions::max_waiting_requests, 1, 1 << 24, kServing,
                   "queued requests before answering 429"));
+  s.push_back(Double("scheduler.queue_timeout_s", "queue-timeout", &C::scheduler,
+                     &SchedulerOptions::queue_timeout_s, 0, 86400, kServing,
+                     "seconds a request may wait for admission to a batch before it fails "
+                     "with 503 + Retry-After (0 = no limit)"));
   // parallelism
   s.push_back(Int("parallelism.tensor", "tensor-parallel", &C::parallel, &ParallelOptions::tensor,
                   1, 64, kServing | kWorker,
@@ -237,6 +241,10 @@ std::vector<Setting> BuildSettings() {
   s.push_back(Int("parallelism.control_port", "control-port", &C::parallel,
                   &ParallelOptions::control_port, 0, kMaxPort, kServing,
                   "control-plane port workers dial (0 = any free port)"));
+  s.push_back(Double("parallelism.rank_deadline_s", "rank-deadline", &C::parallel,
+                     &ParallelOptions::rank_deadline_s, 0, 3600, kServing,
+                     "seconds a rank may stay silent (no heartbeat) before the group breaks "
+                     "and, under orca serve, the worker is restarted (0 = off)"));
   // server
   s.push_back(String("server.host", "host", &C::server, &ServerOptions::host, kServing,
                      "address the HTTP and gRPC APIs listen on"));
@@ -254,6 +262,10 @@ std::vector<Setting> BuildSettings() {
   s.push_back(Int("server.max_body_bytes", "max-body-bytes", &C::server,
                   &ServerOptions::max_body_bytes, 1024, int64_t{1} << 30, kServing,
                   "largest request body accepted (413 beyond)"));
+  s.push_back(Double("server.shutdown_timeout_s", "shutdown-timeout", &C::server,
+                     &ServerOptions::shutdown_timeout_s, 1, 3600, kServing,
+                     "seconds the shutdown after SIGTERM may take (draining, closing) before "
+                     "the process exits regardless; keep it under the pod's grace period"));
   // worker (per pod: the command line's, except the metrics port)
   s.push_back(String("worker.scheduler", "scheduler", &C::worker, &WorkerPlacement::scheduler,
                      kWorker, "the scheduler's control-plane address HOST:PORT (required)"));

@@ -153,7 +153,7 @@ void Engine::DrainInbox() {
 }
 
 void Engine::ExpireQueued(double now) {
-  const double timeout = options_.queue_timeout_s;
+  const double timeout = options_.scheduler.queue_timeout_s;
   while (!queued_.empty()) {
     const auto [id, arrival] = queued_.front();
     const Request* r = scheduler_->Find(id);

@@ -36,10 +36,6 @@ struct EngineOptions {
   // The in-process executor's (ignored when Create is given an executor).
   DeviceOptions device;
   KvCacheOptions kv_cache;
-  // A request not admitted to a batch within this many seconds of its arrival (e.g.
-  // while the serving group is down) fails with Unavailable: retriable, HTTP 503 with
-  // Retry-After. 0 = no deadline. TODO(config): a setting (scheduler.queue_timeout_s).
-  double queue_timeout_s = 60;
 
   // Returns the engine's parts of `config`.
   static EngineOptions From(const EngineConfig& config) {
@@ -88,7 +84,8 @@ class Engine {
   // prefill, a prompt over max_batched_tokens) or ResourceExhausted (waiting queue
   // full: max_waiting_requests wait beyond the free slots of the batch). The stream
   // receives every event; a request still waiting for admission
-  // options.queue_timeout_s after Submit fails with Unavailable.
+  // options.scheduler.queue_timeout_s after Submit fails with Unavailable (retriable,
+  // HTTP 503 with Retry-After; 0 = no deadline).
   absl::StatusOr<std::shared_ptr<RequestStream>> Submit(GenerateParams params);
   // Aborts a request (client gone); its blocks are freed at the next iteration.
   void Abort(uint64_t request_id);

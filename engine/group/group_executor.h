@@ -50,6 +50,7 @@ struct GroupExecutorOptions {
   double iteration_timeout_s = 300;  // a result later than this breaks the group
   // A rank of a ready group silent this long (no heartbeat, no answer) is unresponsive
   // and breaks the group (see above); 0 = no deadline. Many worker heartbeats long.
+  // From parallelism.rank_deadline_s (--rank-deadline).
   double rank_deadline_s = 10;
 };
 

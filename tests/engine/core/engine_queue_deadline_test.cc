@@ -1,5 +1,5 @@
 // The engine's queue deadline (issue 16): a request that waits for admission longer
-// than EngineOptions::queue_timeout_s (here: behind a serving group that is down) fails
+// than SchedulerOptions::queue_timeout_s (here: behind a serving group that is down) fails
 // with Unavailable (retriable: HTTP 503 + Retry-After) instead of waiting forever; one
 // that is admitted before its deadline runs to its end, and the engine keeps serving.
 // On a real model (stories260K), over a stand-in executor whose readiness the test sets.
@@ -88,7 +88,7 @@ TEST(EngineQueueDeadlineTest, QueuedRequestFailsRetriablyAtItsDeadlineAndServing
   GatedExecutor* exec = owned.get();
   EngineOptions eo;
   eo.model.dir = dir;
-  eo.queue_timeout_s = 1.5;
+  eo.scheduler.queue_timeout_s = 1.5;
   auto created = Engine::Create(eo, std::move(owned));
   ASSERT_TRUE(created.ok()) << created.status();
   Engine& engine = **created;
@@ -130,7 +130,7 @@ TEST(EngineQueueDeadlineTest, ZeroMeansNoDeadline) {
   GatedExecutor* exec = owned.get();
   EngineOptions eo;
   eo.model.dir = dir;
-  eo.queue_timeout_s = 0;
+  eo.scheduler.queue_timeout_s = 0;
   auto created = Engine::Create(eo, std::move(owned));
   ASSERT_TRUE(created.ok()) << created.status();
   Engine& engine = **created;
