@@ -71,7 +71,7 @@ struct SchedulerOptions {
   int32_t max_batch_size = 64;          // sequences per iteration
   int32_t max_batched_tokens = 512;     // tokens per iteration
   int32_t max_waiting_requests = 1024;  // beyond: 429
-  double queue_timeout_s = 60;           // waiting for admission; beyond: 503 (0 = none)
+  double queue_timeout_s = 60;          // waiting for admission; beyond: 503 (0 = none)
 };
 
 // The shape of a serving group (DESIGN.md section 4).
