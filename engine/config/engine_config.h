@@ -102,6 +102,7 @@ struct WorkerPlacement {
   int32_t tp_rank = -1;   // >= 0: host exactly this rank instead
   std::string host;       // address peers reach the data plane at; "" = $ORCA_POD_IP or hostname
   int32_t metrics_port = 9400;  // /health, /ready, /metrics; -1 = off
+  double join_timeout_s = 300;  // not in a group this long: exit non-zero (0 = wait forever)
 };
 
 struct EngineConfig {

@@ -281,6 +281,11 @@ std::vector<Setting> BuildSettings() {
   s.push_back(Int("worker.metrics_port", "metrics-port", &C::worker, &WorkerPlacement::metrics_port,
                   -1, kMaxPort, kWorker,
                   "port of the worker's /health, /ready and /metrics (-1 = off)"));
+  s.push_back(Double("worker.join_timeout_s", "join-timeout", &C::worker,
+                     &WorkerPlacement::join_timeout_s, 0, 86400, kWorker,
+                     "seconds a worker may go without a group (at start or after its group "
+                     "ends) before it exits non-zero so that Kubernetes restarts it "
+                     "(0 = wait forever)"));
   return s;
 }
 
