@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/api/quantity.h"
 
 namespace orca::controller {
 namespace {
@@ -143,6 +144,8 @@ class FieldReader {
   }
   std::string Path(const char* key) const { return path_ + "." + key; }
   const std::string& path() const { return path_; }
+  // Returns the object read (null when absent).
+  const Json* object() const { return object_; }
 
  private:
   const Json* object_;
@@ -151,6 +154,7 @@ class FieldReader {
 };
 
 constexpr char kDnsLabel[] = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+constexpr char kDnsSubdomain[] = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 
 PodSettings ReadPodSettings(const FieldReader& r) {
   PodSettings p;
@@ -160,8 +164,9 @@ PodSettings ReadPodSettings(const FieldReader& r) {
     for (const char* k : {"limits", "requests"}) {
       Json m = res.Raw(k, Json::value_t::object);
       for (const auto& [name, q] : m.items()) {
-        if (!q.is_string() && !q.is_number_integer()) {
-          res.Error(res.Path(k) + "." + name, "must be an integer or a quantity string");
+        // The builders render quantities in canonical form, so they must parse.
+        if (absl::StatusOr<std::string> c = CanonicalQuantity(q); !c.ok()) {
+          res.Error(res.Path(k) + "." + name, std::string(c.status().message()));
         }
       }
     }
@@ -199,7 +204,93 @@ absl::StatusOr<ModelSource> ParseModelUri(const std::string& uri) {
     src.path = uri.substr(11);
     return src;
   }
+  if (uri.rfind("hf://", 0) == 0) {
+    std::string rest = uri.substr(5);
+    size_t at = rest.find('@');
+    src.kind = ModelSource::Kind::kHuggingFace;
+    src.repo = rest.substr(0, at);
+    src.revision = at == std::string::npos ? "" : rest.substr(at + 1);
+    return src;
+  }
+  if (uri.rfind("https://", 0) == 0) {
+    src.kind = ModelSource::Kind::kHttps;
+    return src;
+  }
   return absl::InvalidArgumentError("unsupported scheme");
+}
+
+// The model.uri forms (ModelSource). Hub names: letters, digits, '-', '_', '.'; a
+// revision is a branch, tag or commit (branches may contain '/').
+constexpr char kModelUriPattern[] =
+    "^(pvc://[a-z0-9]([-a-z0-9]*[a-z0-9])?(/.*)?"
+    "|hostpath:///.*"
+    "|hf://[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*(@[-A-Za-z0-9_./]+)?"
+    "|https://[^/?#[:space:]]+/[^?#[:space:]]*\\.(tar|tar\\.gz|tgz))$";
+
+// Reads the model fields that only apply to pulled models (hf://, https://).
+void ReadModelPull(const FieldReader& r, const FieldReader& model, ModelSpec& m,
+                   const ModelSource& src) {
+  bool pulled = !m.uri.empty() && IsPulled(src);
+  bool https = !m.uri.empty() && src.kind == ModelSource::Kind::kHttps;
+  if (model.Has("tokenSecret")) {
+    FieldReader ts = model.Child("tokenSecret");
+    SecretKeyRef ref;
+    ref.name = ts.Required("name", kDnsSubdomain, 253);
+    ref.key = ts.String("key", "token", "^[-._a-zA-Z0-9]+$", 253);
+    m.token_secret = ref;
+    if (!pulled) {
+      r.Error(model.path(), "model.tokenSecret is only used with an hf:// or https:// model.uri");
+    }
+  }
+  m.sha256 = model.String("sha256", "", "^[a-f0-9]{64}$");
+  if (model.Has("sha256") && !https) {
+    r.Error(model.path(), "model.sha256 is only checked for an https:// model.uri");
+  }
+  if (model.Has("downloadSizeLimit")) {
+    absl::StatusOr<std::string> q = CanonicalQuantity((*model.object())["downloadSizeLimit"]);
+    if (!q.ok()) {
+      model.Error(model.Path("downloadSizeLimit"), std::string(q.status().message()));
+    } else {
+      m.download_size_limit = *q;
+    }
+    if (!pulled) {
+      r.Error(model.path(),
+              "model.downloadSizeLimit is only used with an hf:// or https:// model.uri");
+    }
+  }
+}
+
+void ReadLifecycle(const FieldReader& r, LifecycleSpec& l) {
+  FieldReader lc = r.Child("lifecycle");
+  l.termination_grace_period_seconds = lc.Int("terminationGracePeriodSeconds", 60, 5, 3600);
+  l.pre_stop_sleep_seconds = lc.Int("preStopSleepSeconds", 5, 0, 60);
+  l.drain_seconds = lc.Int("drainSeconds", 45, 1, 3600);
+  l.join_timeout_seconds = lc.Int("joinTimeoutSeconds", 300, 0, 86400);
+  if (l.pre_stop_sleep_seconds + l.drain_seconds >= l.termination_grace_period_seconds) {
+    r.Error(lc.path(),
+            "lifecycle.preStopSleepSeconds + lifecycle.drainSeconds must be less than "
+            "lifecycle.terminationGracePeriodSeconds (the kubelet kills the pod when the grace "
+            "period ends)");
+  }
+}
+
+void ReadRouting(const FieldReader& r, RoutingSpec& routing) {
+  FieldReader ip = r.Child("routing").Child("inferencePool");
+  InferencePoolSpec& pool = routing.inference_pool;
+  pool.enabled = ip.Bool("enabled", false);
+  if (ip.Has("endpointPicker")) {
+    FieldReader epp = ip.Child("endpointPicker");
+    EndpointPickerRef ref;
+    ref.name = epp.Required("name", kDnsLabel, 63);
+    ref.port = epp.Int("port", 9002, 1, 65535);
+    ref.failure_mode = epp.Enum("failureMode", "FailClose", {"FailOpen", "FailClose"});
+    pool.endpoint_picker = ref;
+  }
+  if (pool.enabled && !pool.endpoint_picker) {
+    r.Error(ip.path(),
+            "routing.inferencePool.enabled needs routing.inferencePool.endpointPicker.name (the "
+            "endpoint picker Service)");
+  }
 }
 
 void ReadSpec(const FieldReader& r, InferenceDeploymentSpec& s) {
@@ -208,13 +299,13 @@ void ReadSpec(const FieldReader& r, InferenceDeploymentSpec& s) {
   FieldReader model = r.Child("model");
   if (!r.Has("model")) r.Error(r.Path("model"), "is required");
   s.model.name = model.Required("name", nullptr, 253);
-  s.model.uri =
-      model.Required("uri", "^(pvc://[a-z0-9]([-a-z0-9]*[a-z0-9])?(/.*)?|hostpath:///.*)$", 1024);
+  s.model.uri = model.Required("uri", kModelUriPattern, 1024);
   s.model.dtype = model.Enum("dtype", "auto", {"auto", "float32", "float16", "bfloat16"});
   if (!s.model.uri.empty()) {
     auto src = ParseModelUri(s.model.uri);
     if (src.ok()) s.model_source = *src;
   }
+  ReadModelPull(r, model, s.model, s.model_source);
 
   FieldReader par = r.Child("parallelism");
   s.parallelism.tensor = par.Int("tensor", 1, 1, 64);
@@ -248,6 +339,16 @@ void ReadSpec(const FieldReader& r, InferenceDeploymentSpec& s) {
   }
   if (e.prefix_caching && e.kv_policy != "paged") {
     r.Error(eng.path(), "engine.prefixCaching requires engine.kvPolicy 'paged'");
+  }
+  if (e.prefix_caching && e.scheduling_policy != "iteration") {
+    r.Error(eng.path(),
+            "engine.prefixCaching requires engine.schedulingPolicy 'iteration' (request-level "
+            "batching never shares KV blocks, so the engine would turn prefix caching off)");
+  }
+  if (s.parallelism.device == "cpu" && s.model.dtype != "auto" && s.model.dtype != "float32") {
+    r.Error(r.path(),
+            "parallelism.device cpu stores weights in float32 only: set model.dtype to auto or "
+            "float32, or run on device gpu");
   }
 
   s.image = r.String("image", s.image);
@@ -323,6 +424,9 @@ void ReadSpec(const FieldReader& r, InferenceDeploymentSpec& s) {
     ref.key = ak.String("key", "api-key");
     s.api_key = ref;
   }
+
+  ReadLifecycle(r, s.lifecycle);
+  ReadRouting(r, s.routing);
 }
 
 }  // namespace
@@ -378,8 +482,22 @@ Json PodTemplateInputs(const InferenceDeploymentSpec& s) {
                 {"priorityClassName", p.priority_class_name}};
   };
   const EngineSpec& e = s.engine;
+  const LifecycleSpec& l = s.lifecycle;
   return Json{
-      {"model", {{"name", s.model.name}, {"uri", s.model.uri}, {"dtype", s.model.dtype}}},
+      {"model",
+       {{"name", s.model.name},
+        {"uri", s.model.uri},
+        {"dtype", s.model.dtype},
+        {"tokenSecret", s.model.token_secret ? Json{{"name", s.model.token_secret->name},
+                                                    {"key", s.model.token_secret->key}}
+                                             : Json()},
+        {"sha256", s.model.sha256},
+        {"downloadSizeLimit", s.model.download_size_limit}}},
+      {"lifecycle",
+       {{"terminationGracePeriodSeconds", l.termination_grace_period_seconds},
+        {"preStopSleepSeconds", l.pre_stop_sleep_seconds},
+        {"drainSeconds", l.drain_seconds},
+        {"joinTimeoutSeconds", l.join_timeout_seconds}}},
       {"parallelism",
        {{"tensor", s.parallelism.tensor},
         {"pipeline", s.parallelism.pipeline},

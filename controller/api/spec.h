@@ -23,19 +23,40 @@ inline constexpr char kApiVersion[] = "serving.orca.dev/v1alpha1";
 inline constexpr char kKind[] = "InferenceDeployment";
 inline constexpr int kMaxNameLength = 40;
 
+// A key of a Secret in the deployment's namespace.
+struct SecretKeyRef {
+  std::string name;
+  std::string key;
+};
+
 struct ModelSpec {
   std::string name;
   std::string uri;
   std::string dtype = "auto";
+  // hf:// and https:// only: the pull's HF_TOKEN (key defaults to "token").
+  std::optional<SecretKeyRef> token_secret;
+  std::string sha256;               // https:// only: expected SHA-256 of the archive
+  std::string download_size_limit;  // hf:// and https:// only: canonical quantity or ""
 };
 
 // Where the checkpoint lives, parsed from ModelSpec::uri.
+//   pvc://CLAIM[/PATH]            mounted read-only from a PersistentVolumeClaim
+//   hostpath:///PATH              mounted read-only from the node
+//   hf://ORG/NAME[@REVISION]      pulled from the Hugging Face Hub by an init container
+//   https://HOST/PATH.tar[.gz]    an archive pulled and unpacked by an init container
 struct ModelSource {
-  enum class Kind { kPvc, kHostPath };
+  enum class Kind { kPvc, kHostPath, kHuggingFace, kHttps };
   Kind kind = Kind::kPvc;
-  std::string claim;  // kPvc only
-  std::string path;   // path inside the claim (may be empty) or absolute host path
+  std::string claim;     // kPvc only
+  std::string path;      // path inside the claim (may be empty) or absolute host path
+  std::string repo;      // kHuggingFace only: ORG/NAME
+  std::string revision;  // kHuggingFace only: REVISION, empty for the default branch
 };
+
+// Returns whether `src` is pulled into the pod (hf://, https://) rather than mounted.
+inline bool IsPulled(const ModelSource& src) {
+  return src.kind == ModelSource::Kind::kHuggingFace || src.kind == ModelSource::Kind::kHttps;
+}
 
 struct ParallelismSpec {
   int tensor = 1;
@@ -106,6 +127,31 @@ struct AutoscalingSpec {
   Json behavior;
 };
 
+// spec.lifecycle: how pods stop and how long workers wait to join a group.
+struct LifecycleSpec {
+  int termination_grace_period_seconds = 60;
+  int pre_stop_sleep_seconds = 5;
+  int drain_seconds = 45;
+  int join_timeout_seconds = 300;
+};
+
+// spec.routing.inferencePool.endpointPicker: the endpoint picker (EPP) Service.
+struct EndpointPickerRef {
+  std::string name;
+  int port = 9002;
+  std::string failure_mode = "FailClose";  // FailOpen | FailClose
+};
+
+// spec.routing.inferencePool: an opt-in Gateway API Inference Extension InferencePool.
+struct InferencePoolSpec {
+  bool enabled = false;
+  std::optional<EndpointPickerRef> endpoint_picker;
+};
+
+struct RoutingSpec {
+  InferencePoolSpec inference_pool;
+};
+
 struct ApiKeySecretRef {
   std::string name;
   std::string key = "api-key";
@@ -128,6 +174,8 @@ struct InferenceDeploymentSpec {
   IngressSpec ingress;
   AutoscalingSpec autoscaling;
   std::optional<ApiKeySecretRef> api_key;
+  LifecycleSpec lifecycle;
+  RoutingSpec routing;
 };
 
 struct InferenceDeployment {

@@ -147,6 +147,7 @@ std::vector<Json> BuildGroupObjects(const InferenceDeployment& d, int group,
 std::vector<Json> BuildSharedObjects(const InferenceDeployment& d) {
   std::vector<Json> out = {BuildClientService(d)};
   if (d.spec.ingress.enabled) out.push_back(BuildIngress(d));
+  if (d.spec.routing.inference_pool.enabled) out.push_back(BuildInferencePool(d));
   if (d.spec.autoscaling.enabled) {
     out.push_back(d.spec.autoscaling.backend == "KEDA" ? BuildScaledObject(d)
                                                        : BuildHorizontalPodAutoscaler(d));

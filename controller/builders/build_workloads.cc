@@ -2,9 +2,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "controller/api/quantity.h"
 #include "controller/api/yaml.h"
 #include "controller/builders/builders.h"
 #include "controller/builders/layout.h"
+#include "controller/builders/model_delivery.h"
 #include "engine/config/config_loader.h"
 
 namespace orca::controller {
@@ -13,7 +15,9 @@ namespace {
 constexpr char kConfigDir[] = "/etc/orca";
 constexpr char kEngineYaml[] = "/etc/orca/engine.yaml";
 constexpr char kApiKeyDir[] = "/etc/orca/api-key";
-constexpr char kModelMount[] = "/models";
+// Startup budget of a worker beyond its join timeout: loading the weights.
+constexpr int kWorkerLoadSeconds = 900;
+constexpr int kProbePeriodSeconds = 10;
 
 Json OwnerReferences(const InferenceDeployment& d) {
   return Json::array({{{"apiVersion", kApiVersion},
@@ -36,21 +40,6 @@ Json EnvValue(const std::string& name, const std::string& value) {
 }
 Json EnvField(const std::string& name, const std::string& field_path) {
   return Json{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
-}
-
-std::string ModelDir(const ModelSource& src) {
-  if (src.kind == ModelSource::Kind::kPvc && !src.path.empty()) {
-    return absl::StrCat(kModelMount, "/", src.path);
-  }
-  return kModelMount;
-}
-
-Json ModelVolume(const ModelSource& src) {
-  if (src.kind == ModelSource::Kind::kPvc) {
-    return Json{{"name", "model"},
-                {"persistentVolumeClaim", {{"claimName", src.claim}, {"readOnly", true}}}};
-  }
-  return Json{{"name", "model"}, {"hostPath", {{"path", src.path}, {"type", "Directory"}}}};
 }
 
 // Returns the env of a worker pod of `stage` in `group`: what its command line expands
@@ -101,21 +90,52 @@ void ApplyPodSettings(const InferenceDeployment& d, const PodSettings& settings,
 Json CommonVolumes(const InferenceDeployment& d, const std::string& revision) {
   return Json::array({
       {{"name", "engine-config"}, {"configMap", {{"name", ConfigMapName(d.name, revision)}}}},
-      ModelVolume(d.spec.model_source),
+      ModelVolume(d.spec),
   });
 }
 
 Json CommonMounts() {
   return Json::array({
       {{"name", "engine-config"}, {"mountPath", kConfigDir}, {"readOnly", true}},
-      {{"name", "model"}, {"mountPath", kModelMount}, {"readOnly", true}},
+      {{"name", kModelVolume}, {"mountPath", kModelMount}, {"readOnly", true}},
   });
+}
+
+// Returns `resources` with every request and limit in canonical quantity form: the
+// API server returns them so ("1", not 1; "1Gi", not "1024Mi"), and the reconciler's
+// comparison with the live object must see no change (quantity.h).
+Json CanonicalResources(Json resources) {
+  for (const char* k : {"limits", "requests"}) {
+    if (!resources.contains(k) || !resources[k].is_object()) continue;
+    for (auto& item : resources[k].items()) {
+      // ParseInferenceDeployment rejected quantities that do not parse.
+      absl::StatusOr<std::string> c = CanonicalQuantity(item.value());
+      if (c.ok()) item.value() = *c;
+    }
+  }
+  return resources;
+}
+
+// Sets the pod-level parts shared by both roles that come from spec.lifecycle and the
+// model source: the grace period and, for pulled models, the `pull-model` init container.
+void ApplyLifecycleAndModel(const InferenceDeploymentSpec& s, const PodSettings& settings,
+                            Json& pod_spec) {
+  pod_spec["terminationGracePeriodSeconds"] = s.lifecycle.termination_grace_period_seconds;
+  Json pull = PullModelInitContainer(s, settings, pod_spec["containers"][0]);
+  if (!pull.is_null()) pod_spec["initContainers"] = Json::array({pull});
 }
 
 Json SelectorLabels(const InferenceDeployment& d, int group, int stage, const std::string& role) {
   Json l = {{kLabelDeployment, d.name}, {kLabelGroup, std::to_string(group)}, {kLabelRole, role}};
   if (stage >= 0) l[kLabelStage] = std::to_string(stage);
   return l;
+}
+
+// Returns the worker startupProbe's failureThreshold: the probe must allow the join
+// timeout (the worker waits that long for its group) plus loading the weights.
+int WorkerStartupFailureThreshold(const InferenceDeploymentSpec& s) {
+  int seconds = s.lifecycle.join_timeout_seconds + kWorkerLoadSeconds;
+  return (seconds + kProbePeriodSeconds - 1) / kProbePeriodSeconds;
 }
 
 }  // namespace
@@ -162,7 +182,11 @@ EngineConfig EngineConfigFor(const InferenceDeployment& d) {
   c.server.port = kHttpPort;
   c.server.grpc_port = kGrpcPort;
   if (s.api_key) c.server.api_key_file = absl::StrCat(kApiKeyDir, "/", s.api_key->key);
+  // The scheduler drains for drainSeconds after SIGTERM; the preStop sleep runs before
+  // SIGTERM, and the CRD keeps both within the grace period.
+  c.server.shutdown_timeout_s = s.lifecycle.drain_seconds;
   c.worker.metrics_port = kWorkerMetricsPort;
+  c.worker.join_timeout_s = s.lifecycle.join_timeout_seconds;
   return c;
 }
 
@@ -186,7 +210,9 @@ const std::vector<std::string>& EngineConfigKeys() {
                                                          "server.port",
                                                          "server.grpc_port",
                                                          "server.api_key_file",
-                                                         "worker.metrics_port"};
+                                                         "server.shutdown_timeout_s",
+                                                         "worker.metrics_port",
+                                                         "worker.join_timeout_s"};
   return *keys;
 }
 
@@ -230,15 +256,25 @@ Json BuildSchedulerDeployment(const InferenceDeployment& d, int group,
                     {{"name", "control"}, {"containerPort", kControlPort}, {"protocol", "TCP"}}})},
       {"readinessProbe", HttpProbe("/ready", "http", 5, 3)},
       {"livenessProbe", HttpProbe("/health", "http", 10, 6)},
-      {"startupProbe", HttpProbe("/health", "http", 10, 60)},
+      {"startupProbe", HttpProbe("/health", "http", kProbePeriodSeconds, 60)},
       {"volumeMounts", mounts},
   };
   if (!env.empty()) container["env"] = env;
-  if (!s.scheduler.resources.is_null()) container["resources"] = s.scheduler.resources;
+  if (!s.scheduler.resources.is_null()) {
+    container["resources"] = CanonicalResources(s.scheduler.resources);
+  }
+  if (s.lifecycle.pre_stop_sleep_seconds > 0) {
+    // Endpoints, Services and Ingress controllers stop routing to the pod while it
+    // waits; SIGTERM then starts the drain (server.shutdown_timeout_s).
+    container["lifecycle"] = {
+        {"preStop",
+         {{"exec",
+           {{"command", Json::array({"orca", "pre-stop", "--seconds",
+                                     std::to_string(s.lifecycle.pre_stop_sleep_seconds)})}}}}}};
+  }
   Json pod_meta = {{"labels", OwnedLabels(d, group, -1, "scheduler", revision)}};
-  Json pod_spec = {{"containers", Json::array({container})},
-                   {"volumes", volumes},
-                   {"terminationGracePeriodSeconds", 30}};
+  Json pod_spec = {{"containers", Json::array({container})}, {"volumes", volumes}};
+  ApplyLifecycleAndModel(s, s.scheduler, pod_spec);
   ApplyPodSettings(d, s.scheduler, pod_spec, pod_meta);
   return Json{{"apiVersion", "apps/v1"},
               {"kind", "Deployment"},
@@ -266,6 +302,7 @@ Json BuildWorkerStatefulSet(const InferenceDeployment& d, int group, int stage,
                              resources["limits"].contains("nvidia.com/gpu"))) {
     resources["limits"]["nvidia.com/gpu"] = p.gpus_per_pod;
   }
+  resources = CanonicalResources(std::move(resources));
   Json mounts = CommonMounts();
   mounts.push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
   Json volumes = CommonVolumes(d, revision);
@@ -279,15 +316,17 @@ Json BuildWorkerStatefulSet(const InferenceDeployment& d, int group, int stage,
       {"ports",
        Json::array(
            {{{"name", "metrics"}, {"containerPort", kWorkerMetricsPort}, {"protocol", "TCP"}}})},
-      {"livenessProbe", HttpProbe("/health", "metrics", 10, 3)},
-      {"startupProbe", HttpProbe("/health", "metrics", 10, 90)},
+      // /health turns 503 when a plan is stuck past the rank deadline or the worker has
+      // been out of a group longer than its join timeout: three misses restart it.
+      {"livenessProbe", HttpProbe("/health", "metrics", kProbePeriodSeconds, 3)},
+      {"startupProbe",
+       HttpProbe("/health", "metrics", kProbePeriodSeconds, WorkerStartupFailureThreshold(s))},
       {"volumeMounts", mounts},
   };
   if (!resources.empty()) container["resources"] = resources;
   Json pod_meta = {{"labels", OwnedLabels(d, group, stage, "worker", revision)}};
-  Json pod_spec = {{"containers", Json::array({container})},
-                   {"volumes", volumes},
-                   {"terminationGracePeriodSeconds", 30}};
+  Json pod_spec = {{"containers", Json::array({container})}, {"volumes", volumes}};
+  ApplyLifecycleAndModel(s, s.worker, pod_spec);
   ApplyPodSettings(d, s.worker, pod_spec, pod_meta);
   return Json{{"apiVersion", "apps/v1"},
               {"kind", "StatefulSet"},

@@ -41,10 +41,14 @@ Json BuildWorkerStatefulSet(const InferenceDeployment& d, int group, int stage,
                             const std::string& revision);
 Json BuildHeadlessService(const InferenceDeployment& d, int group);
 Json BuildClientService(const InferenceDeployment& d);
-// The following three are only meaningful when enabled in the spec.
+// The following four are only meaningful when enabled in the spec.
 Json BuildIngress(const InferenceDeployment& d);
 Json BuildHorizontalPodAutoscaler(const InferenceDeployment& d);
 Json BuildScaledObject(const InferenceDeployment& d);
+// Returns the InferencePool (inference.networking.k8s.io/v1) named after `d` that selects
+// only `d`'s scheduler pods on the serving port. Only meaningful when
+// d.spec.routing.inferencePool.enabled.
+Json BuildInferencePool(const InferenceDeployment& d);
 
 // Returns the objects of one group at `revision`: headless Service, scheduler Service,
 // scheduler Deployment, then one StatefulSet per stage.
@@ -52,7 +56,7 @@ std::vector<Json> BuildGroupObjects(const InferenceDeployment& d, int group,
                                     const std::string& revision);
 
 // Returns the objects shared by all groups: client Service and, when enabled,
-// Ingress and HPA or ScaledObject.
+// Ingress, InferencePool and HPA or ScaledObject.
 std::vector<Json> BuildSharedObjects(const InferenceDeployment& d);
 
 // Returns every object of `d` with all groups at RevisionHash(d.spec), in apply order:

@@ -42,6 +42,7 @@ extern const ResourceType kStatefulSet;
 extern const ResourceType kIngress;
 extern const ResourceType kHorizontalPodAutoscaler;
 extern const ResourceType kScaledObject;
+extern const ResourceType kInferencePool;  // Gateway API Inference Extension
 extern const ResourceType kLease;
 // Returns the type of `object` (by apiVersion and kind), or nullptr if unknown.
 const ResourceType* ForObject(const Json& object);

@@ -18,6 +18,8 @@ const ResourceType kIngress{"networking.k8s.io/v1", "Ingress", "ingresses", true
 const ResourceType kHorizontalPodAutoscaler{"autoscaling/v2", "HorizontalPodAutoscaler",
                                             "horizontalpodautoscalers", true};
 const ResourceType kScaledObject{"keda.sh/v1alpha1", "ScaledObject", "scaledobjects", true};
+const ResourceType kInferencePool{"inference.networking.k8s.io/v1", "InferencePool",
+                                  "inferencepools", true};
 const ResourceType kLease{"coordination.k8s.io/v1", "Lease", "leases", true};
 
 const ResourceType* ForObject(const Json& object) {
@@ -31,6 +33,7 @@ const ResourceType* ForObject(const Json& object) {
                                              &kIngress,
                                              &kHorizontalPodAutoscaler,
                                              &kScaledObject,
+                                             &kInferencePool,
                                              &kLease};
   if (!object.is_object()) return nullptr;
   std::string api_version = object.value("apiVersion", "");

@@ -12,6 +12,7 @@
 #include "controller/builders/builders.h"
 #include "controller/builders/layout.h"
 #include "controller/client/kube_errors.h"
+#include "controller/status/group_stop.h"
 #include "controller/status/observe.h"
 #include "controller/status/status.h"
 #include "engine/common/log.h"
@@ -34,6 +35,13 @@ struct Reconciler::Pass {
   RolloutPlan plan;
   std::optional<Problem> degraded;
   std::optional<Problem> scaling;
+  std::optional<Problem> routing;
+  std::vector<BlockedPod> blocked;
+  std::set<int> released;  // groups past the restart limit: scaled to zero
+  // Restarting groups whose scheduler is kept at zero replicas, with the value of
+  // their kAnnotationRestarting; and those whose workers are replaced in this pass.
+  std::map<int, std::string> stopping;
+  std::set<int> replace_workers;
   absl::Duration requeue = absl::ZeroDuration();
 
   void RequeueAfter(absl::Duration delay) {
@@ -155,14 +163,22 @@ absl::Status Reconciler::ObserveOwnedObjects(Pass& p) {
   ORCA_RETURN_IF_ERROR(list(resources::kIngress, p.owned.ingresses, true, true));
   ORCA_RETURN_IF_ERROR(list(resources::kHorizontalPodAutoscaler, p.owned.autoscalers, true, true));
   ORCA_RETURN_IF_ERROR(list(resources::kScaledObject, p.owned.scaled_objects, true, true));
+  ORCA_RETURN_IF_ERROR(list(resources::kInferencePool, p.owned.inference_pools, true, true));
   ORCA_RETURN_IF_ERROR(list(resources::kPod, p.owned.pods, false, false));
   p.groups = ObserveGroups(p.owned);
+  p.blocked = ObserveBlockedPods(p.owned, p.now);
   return absl::OkStatus();
 }
 
-// Step 4: a group whose pod restarted or failed is restarted as a whole (all its
-// pods deleted together), with exponential backoff and at most maxGroupRestarts
-// times per revision.
+// Step 4: a group whose pod restarted or failed is restarted as a whole, with
+// exponential backoff and at most maxGroupRestarts times per revision: its scheduler
+// is scaled to zero first (StopSchedulerForRestart), and once it has stopped its
+// worker pods are replaced together (ContinueGroupRestart). A restarting group counts
+// as not ready, so the rollout plan applies it (at the update revision).
+// A group at the update revision that fails past the limit is released: ApplyGroups
+// scales it to zero (scheduler first) so its GPUs are freed, and it stays so (its
+// scheduler Deployment at zero replicas says so) until the spec changes or
+// maxGroupRestarts is raised.
 absl::Status Reconciler::HandleGroupFailures(Pass& p) {
   const InferenceDeployment& d = *p.d;
   const GroupPolicy& policy = d.spec.group_policy;
@@ -173,6 +189,34 @@ absl::Status Reconciler::HandleGroupFailures(Pass& p) {
     r.index = g.index;
     if (!g.revision.empty() && r.revision != g.revision) {
       r = GroupRecord{g.index, 0, g.revision, "", ""};  // a new revision starts afresh
+    }
+    if (RestartPending(p.owned, g.index)) {
+      g.ready = false;
+      ContinueGroupRestart(p, g.index);
+      continue;
+    }
+    bool at_update = !g.revision.empty() && g.revision == p.update_revision;
+    bool released = ScaledToZero(p.owned, g.index);
+    if (r.restarts >= policy.max_group_restarts && at_update && (!g.failure.empty() || released)) {
+      if (!g.failure.empty()) r.last_failure = g.failure;
+      p.released.insert(g.index);
+      p.degraded = Problem{
+          "GroupRestartLimitExceeded",
+          absl::StrCat("serving group ", g.index, " kept failing after ", r.restarts,
+                       " restart(s) (groupPolicy.maxGroupRestarts ", policy.max_group_restarts,
+                       "): ", r.last_failure,
+                       ". Its scheduler and workers were scaled to zero to release their GPUs. "
+                       "To retry, fix the spec (a new revision resets the count and starts the "
+                       "group again) or raise groupPolicy.maxGroupRestarts")};
+      if (!released) {
+        RecordEvent(
+            p, "Warning", "GroupReleased",
+            absl::StrCat(
+                "serving group ", g.index, " exceeded groupPolicy.maxGroupRestarts ",
+                policy.max_group_restarts,
+                ": scaling it to zero to release its GPUs; last failure: ", r.last_failure));
+      }
+      continue;
     }
     if (g.failure.empty()) continue;
     r.last_failure = g.failure;
@@ -195,24 +239,50 @@ absl::Status Reconciler::HandleGroupFailures(Pass& p) {
         continue;
       }
     }
-    int deleted = 0;
-    for (const Json& pod : p.owned.pods) {
-      if (LabelInt(pod, kLabelGroup) != g.index || Terminating(pod)) continue;
-      absl::Status s =
-          client_->Delete(resources::kPod, p.ns, NameOf(pod), Propagation::kBackground);
-      if (!s.ok() && !absl::IsNotFound(s)) return s;
-      ++deleted;
-    }
+    ORCA_RETURN_IF_ERROR(StopSchedulerForRestart(p, g.index, r.restarts + 1));
     ++r.restarts;
     r.last_restart_time = FormatRfc3339(p.now);
     g.ready = false;
     std::string msg =
         absl::StrCat("restarting serving group ", g.index, " (restart ", r.restarts, " of at most ",
-                     policy.max_group_restarts, ", ", deleted, " pods): ", g.failure);
+                     policy.max_group_restarts, "; scheduler first, then workers): ", g.failure);
     ORCA_LOG(INFO) << d.ns << "/" << d.name << ": " << msg;
     RecordEvent(p, "Warning", "GroupRestart", msg);
   }
   return absl::OkStatus();
+}
+
+// Restarts group `g`, step 1: has ApplyGroups scale its scheduler Deployment to zero
+// and mark it (kAnnotationRestarting = `restart`), so that the scheduler drains while
+// its workers still run. Without a scheduler Deployment, deletes the group's pods at
+// once.
+absl::Status Reconciler::StopSchedulerForRestart(Pass& p, int g, int restart) {
+  if (SchedulerDeployment(p.owned, g) != nullptr) {
+    p.stopping[g] = std::to_string(restart);
+    return absl::OkStatus();
+  }
+  for (const Json& pod : p.owned.pods) {
+    if (LabelInt(pod, kLabelGroup) != g || Terminating(pod)) continue;
+    absl::Status s = client_->Delete(resources::kPod, p.ns, NameOf(pod), Propagation::kBackground);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Restarts group `g`, step 2: until its scheduler has stopped (SchedulerStopped), keeps
+// it at zero; then ApplyGroups scales it back up unmarked and ReplaceStalePods deletes
+// the group's worker pods together.
+void Reconciler::ContinueGroupRestart(Pass& p, int g) {
+  SchedulerStop stop = SchedulerStopped(p.owned.pods, g, "", p.now);
+  if (!stop.stopped || !ScaledToZero(p.owned, g)) {
+    const Json& d = *SchedulerDeployment(p.owned, g);
+    p.stopping[g] = d["metadata"]["annotations"][kAnnotationRestarting].is_string()
+                        ? d["metadata"]["annotations"][kAnnotationRestarting].get<std::string>()
+                        : "1";
+    p.RequeueAfter(std::min(stop.wait, absl::Seconds(2)));
+    return;
+  }
+  p.replace_workers.insert(g);
 }
 
 // Step 5: decide which groups move to the update revision now.
@@ -250,6 +320,22 @@ absl::Status Reconciler::ApplySharedObjects(Pass& p) {
   if (d.spec.ingress.enabled) {
     ORCA_RETURN_IF_ERROR(ApplyIfChanged(p, BuildIngress(d), p.owned.ingresses));
   }
+  if (d.spec.routing.inference_pool.enabled) {
+    absl::Status s = ApplyIfChanged(p, BuildInferencePool(d), p.owned.inference_pools);
+    if (absl::IsNotFound(s)) {
+      p.routing = Problem{"InferencePoolApiMissing",
+                          "the inference.networking.k8s.io/v1 InferencePool API is not served by "
+                          "this cluster: install the Gateway API Inference Extension CRDs or set "
+                          "spec.routing.inferencePool.enabled to false"};
+    } else if (IsForbidden(s)) {
+      p.routing = Problem{"InferencePoolForbidden",
+                          absl::StrCat(s.message(),
+                                       "; grant orca-controller RBAC on "
+                                       "inferencepools.inference.networking.k8s.io")};
+    } else {
+      ORCA_RETURN_IF_ERROR(s);
+    }
+  }
   if (!d.spec.autoscaling.enabled) return absl::OkStatus();
   bool keda = d.spec.autoscaling.backend == "KEDA";
   absl::Status s = keda ? ApplyIfChanged(p, BuildScaledObject(d), p.owned.scaled_objects)
@@ -271,7 +357,8 @@ absl::Status Reconciler::ApplySharedObjects(Pass& p) {
 }
 
 // Step 8: every object of every group planned for the update revision, whole
-// groups at a time.
+// groups at a time. A released group gets zero replicas: its scheduler first, its
+// workers once the scheduler has stopped.
 absl::Status Reconciler::ApplyGroups(Pass& p) {
   const InferenceDeployment& d = *p.d;
   for (int g : p.plan.apply) {
@@ -279,13 +366,30 @@ absl::Status Reconciler::ApplyGroups(Pass& p) {
                             [g](const GroupObservation& o) { return o.index == g; });
     bool exists = obs != p.groups.end() && obs->exists;
     bool changes_revision = exists && obs->revision != p.update_revision;
-    for (const Json& o : BuildGroupObjects(d, g, p.update_revision)) {
+    bool released = p.released.count(g) > 0;
+    SchedulerStop stop;
+    if (released) {
+      stop = SchedulerStopped(p.owned.pods, g, "", p.now);
+      if (!stop.stopped || !ScaledToZero(p.owned, g)) {
+        stop.stopped = false;
+        p.RequeueAfter(std::min(stop.wait, absl::Seconds(2)));
+      }
+    }
+    for (Json o : BuildGroupObjects(d, g, p.update_revision)) {
       const std::string kind = o.value("kind", "");
+      if (released && (kind == "Deployment" || (kind == "StatefulSet" && stop.stopped))) {
+        o["spec"]["replicas"] = 0;
+      }
+      if (p.stopping.count(g) && kind == "Deployment") {
+        o["spec"]["replicas"] = 0;
+        o["metadata"]["annotations"][kAnnotationRestarting] = p.stopping[g];
+      }
       const std::vector<Json>& live = kind == "Deployment"    ? p.owned.deployments
                                       : kind == "StatefulSet" ? p.owned.stateful_sets
                                                               : p.owned.services;
       ORCA_RETURN_IF_ERROR(ApplyIfChanged(p, o, live));
     }
+    if (released) continue;
     if (!exists) {
       RecordEvent(p, "Normal", "CreatedGroup",
                   absl::StrCat("created serving group ", g, " at revision ", p.update_revision));
@@ -300,12 +404,20 @@ absl::Status Reconciler::ApplyGroups(Pass& p) {
 }
 
 // Step 9: worker StatefulSets use OnDelete, so the controller replaces the stale
-// pods of a group being updated together.
+// pods of a group being updated together (and all worker pods of a group whose
+// restart has stopped its scheduler), once the group's old scheduler has
+// stopped (the scheduler Deployment is Recreate: its old pod goes first), so that it
+// drains its in-flight requests through workers that are still there.
 absl::Status Reconciler::ReplaceStalePods(Pass& p) {
   std::set<int> updating(p.plan.apply.begin(), p.plan.apply.end());
+  std::map<int, SchedulerStop> stops;
   for (const Json& pod : p.owned.pods) {
-    if (!updating.count(LabelInt(pod, kLabelGroup)) || Terminating(pod)) continue;
-    if (Label(pod, kLabelRole) != "worker" || Label(pod, kLabelRevision) == p.update_revision) {
+    int g = LabelInt(pod, kLabelGroup);
+    if (!updating.count(g) || Terminating(pod) || Label(pod, kLabelRole) != "worker") continue;
+    if (Label(pod, kLabelRevision) == p.update_revision && !p.replace_workers.count(g)) continue;
+    if (!stops.count(g)) stops[g] = SchedulerStopped(p.owned.pods, g, p.update_revision, p.now);
+    if (!stops[g].stopped) {
+      p.RequeueAfter(stops[g].wait);
       continue;
     }
     absl::Status s = client_->Delete(resources::kPod, p.ns, NameOf(pod), Propagation::kBackground);
@@ -315,7 +427,8 @@ absl::Status Reconciler::ReplaceStalePods(Pass& p) {
 }
 
 // Step 10: delete owned objects nothing wants any more (removed groups and stages,
-// unused engine ConfigMaps, disabled Ingress or autoscaler).
+// unused engine ConfigMaps, disabled Ingress, InferencePool or autoscaler). A removed
+// group's scheduler goes first; its workers only once the scheduler has stopped.
 absl::Status Reconciler::PruneUnwantedObjects(Pass& p) {
   const InferenceDeployment& d = *p.d;
   std::set<std::string> wanted_cm = {ConfigMapName(d.name, p.update_revision)};
@@ -342,6 +455,19 @@ absl::Status Reconciler::PruneUnwantedObjects(Pass& p) {
       }
     }
   }
+  std::vector<int> deleted_groups;
+  for (int g : p.plan.remove) {
+    SchedulerStop stop = SchedulerStopped(p.owned.pods, g, "", p.now);
+    if (stop.stopped && SchedulerDeployment(p.owned, g) == nullptr) {
+      deleted_groups.push_back(g);
+      continue;
+    }
+    for (const Json& sts : p.owned.stateful_sets) {
+      if (LabelInt(sts, kLabelGroup) == g) wanted_sts.insert(NameOf(sts));
+    }
+    wanted_svc.insert(HeadlessServiceName(d.name, g));
+    p.RequeueAfter(stop.stopped ? absl::Seconds(1) : stop.wait);
+  }
   auto prune = [&](const ResourceType& type, const std::vector<Json>& live,
                    const std::set<std::string>& wanted) -> absl::Status {
     for (const Json& o : live) {
@@ -354,8 +480,9 @@ absl::Status Reconciler::PruneUnwantedObjects(Pass& p) {
   bool ingress = d.spec.ingress.enabled;
   bool hpa = d.spec.autoscaling.enabled && d.spec.autoscaling.backend == "HPA";
   bool keda = d.spec.autoscaling.enabled && d.spec.autoscaling.backend == "KEDA";
-  ORCA_RETURN_IF_ERROR(prune(resources::kStatefulSet, p.owned.stateful_sets, wanted_sts));
+  bool pool = d.spec.routing.inference_pool.enabled;
   ORCA_RETURN_IF_ERROR(prune(resources::kDeployment, p.owned.deployments, wanted_deploy));
+  ORCA_RETURN_IF_ERROR(prune(resources::kStatefulSet, p.owned.stateful_sets, wanted_sts));
   ORCA_RETURN_IF_ERROR(prune(resources::kService, p.owned.services, wanted_svc));
   ORCA_RETURN_IF_ERROR(prune(resources::kConfigMap, p.owned.config_maps, wanted_cm));
   ORCA_RETURN_IF_ERROR(prune(resources::kIngress, p.owned.ingresses,
@@ -364,7 +491,9 @@ absl::Status Reconciler::PruneUnwantedObjects(Pass& p) {
                              hpa ? std::set<std::string>{d.name} : std::set<std::string>{}));
   ORCA_RETURN_IF_ERROR(prune(resources::kScaledObject, p.owned.scaled_objects,
                              keda ? std::set<std::string>{d.name} : std::set<std::string>{}));
-  for (int g : p.plan.remove) {
+  ORCA_RETURN_IF_ERROR(prune(resources::kInferencePool, p.owned.inference_pools,
+                             pool ? std::set<std::string>{d.name} : std::set<std::string>{}));
+  for (int g : deleted_groups) {
     RecordEvent(
         p, "Normal", "DeletedGroup",
         absl::StrCat("deleted serving group ", g, " (spec.replicas is ", d.spec.replicas, ")"));
@@ -383,12 +512,35 @@ absl::Status Reconciler::UpdateStatus(Pass& p) {
   in.records = p.records;
   in.degraded = p.degraded;
   in.scaling = p.scaling;
+  in.routing = p.routing;
+  in.blocked = p.blocked;
   in.now = p.now;
   Json status = ComputeStatus(in);
+  RecordBlockedPodEvents(p);
   if (!StatusDiffers(p.d->status, status)) return absl::OkStatus();
   Json obj = p.raw;
   obj["status"] = status;
   return client_->UpdateStatus(resources::kInferenceDeployment, obj).status();
+}
+
+// One Warning Event per pod that became blocked (reason and pod not yet in the stored
+// PodsBlocked condition), for the pods the condition names.
+void Reconciler::RecordBlockedPodEvents(const Pass& p) {
+  std::string known;
+  if (p.d->status.is_object() && p.d->status.contains("conditions") &&
+      p.d->status["conditions"].is_array()) {
+    for (const Json& c : p.d->status["conditions"]) {
+      if (c.value("type", "") == "PodsBlocked" && c.value("status", "") == "True") {
+        known = c.value("message", "");
+      }
+    }
+  }
+  for (size_t i = 0; i < p.blocked.size() && i < kBlockedPodsShown; ++i) {
+    const BlockedPod& b = p.blocked[i];
+    std::string tag = absl::StrCat("pod ", b.pod, " (group ", b.group, ") ", b.reason, ":");
+    if (known.find(tag) != std::string::npos) continue;
+    RecordEvent(p, "Warning", b.reason, absl::StrCat(tag, " ", b.message));
+  }
 }
 
 void Reconciler::RecordEvent(const Pass& p, const std::string& type, const std::string& reason,

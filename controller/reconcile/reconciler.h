@@ -46,6 +46,8 @@ class Reconciler {
   absl::Status ReportInvalidSpec(Pass& p);
   absl::Status ObserveOwnedObjects(Pass& p);
   absl::Status HandleGroupFailures(Pass& p);
+  absl::Status StopSchedulerForRestart(Pass& p, int group, int restart);
+  void ContinueGroupRestart(Pass& p, int group);
   void PlanGroupRollout(Pass& p);
   absl::Status ApplyEngineConfig(Pass& p);
   absl::Status ApplySharedObjects(Pass& p);
@@ -56,6 +58,7 @@ class Reconciler {
 
   // Applies `desired` unless the live object (if listed) already contains it.
   absl::Status ApplyIfChanged(Pass& p, const Json& desired, const std::vector<Json>& live);
+  void RecordBlockedPodEvents(const Pass& p);
   void RecordEvent(const Pass& p, const std::string& type, const std::string& reason,
                    const std::string& message);
 

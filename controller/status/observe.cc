@@ -1,9 +1,13 @@
 #include "controller/status/observe.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "controller/api/quantity.h"
 #include "controller/builders/layout.h"
 
 namespace orca::controller {
@@ -49,7 +53,85 @@ std::string PodFailure(const Json& pod) {
   return "";
 }
 
+// Waiting reasons of a container that will not start without a change by someone.
+bool BlockingWaitingReason(const std::string& reason) {
+  static const char* const kReasons[] = {
+      "ErrImagePull",      "ImagePullBackOff",           "InvalidImageName",
+      "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError",
+      "RunContainerError", "PreCreateHookError",         "PreStartHookError"};
+  for (const char* r : kReasons) {
+    if (reason == r) return true;
+  }
+  return false;
+}
+
+absl::Time Rfc3339(const Json& o, const char* field) {
+  absl::Time t;
+  std::string err;
+  if (!o.contains("metadata") || !o["metadata"].contains(field) ||
+      !o["metadata"][field].is_string() ||
+      !absl::ParseTime(absl::RFC3339_full, o["metadata"][field].get<std::string>(), &t, &err)) {
+    return absl::InfiniteFuture();
+  }
+  return t;
+}
+
+// Returns why `pod` cannot start, or nullopt.
+std::optional<BlockedPod> PodBlocked(const Json& pod, absl::Time now) {
+  if (!pod.contains("status") || !pod["status"].is_object()) return std::nullopt;
+  const Json& st = pod["status"];
+  BlockedPod b;
+  b.pod = pod["metadata"].value("name", "");
+  b.group = LabelInt(pod, kLabelGroup);
+  if (st.contains("conditions") && st["conditions"].is_array()) {
+    for (const Json& c : st["conditions"]) {
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+        b.reason = c.value("reason", "Unschedulable");
+        b.message = c.value("message", "the pod cannot be scheduled");
+        return b;
+      }
+    }
+  }
+  for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+    if (!st.contains(list) || !st[list].is_array()) continue;
+    for (const Json& cs : st[list]) {
+      if (!cs.contains("state") || !cs["state"].contains("waiting")) continue;
+      const Json& w = cs["state"]["waiting"];
+      std::string reason = w.value("reason", "");
+      std::string container = cs.value("name", "?");
+      if (BlockingWaitingReason(reason)) {
+        b.reason = reason;
+        b.message = absl::StrCat("container ", container, ": ", w.value("message", reason));
+        return b;
+      }
+      if ((reason == "ContainerCreating" || reason == "PodInitializing") &&
+          now - Rfc3339(pod, "creationTimestamp") >= kContainerCreatingLimit) {
+        b.reason = "ContainerCreating";
+        b.message = absl::StrCat(
+            "container ", container, " has been in ", reason, " for ",
+            absl::ToInt64Minutes(now - Rfc3339(pod, "creationTimestamp")),
+            " min; a volume that cannot be mounted shows as FailedMount in `kubectl describe "
+            "pod ",
+            b.pod, "`");
+        return b;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::vector<BlockedPod> ObserveBlockedPods(const OwnedObjects& owned, absl::Time now) {
+  std::vector<BlockedPod> out;
+  for (const Json& pod : owned.pods) {
+    if (Terminating(pod)) continue;
+    if (std::optional<BlockedPod> b = PodBlocked(pod, now)) out.push_back(std::move(*b));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const BlockedPod& a, const BlockedPod& b) { return a.pod < b.pod; });
+  return out;
+}
 
 int LabelInt(const Json& object, const char* key) {
   std::string v = Label(object, key);
@@ -65,22 +147,54 @@ std::string Label(const Json& object, const char* key) {
   return labels[key].get<std::string>();
 }
 
-bool ContainsAll(const Json& live, const Json& desired) {
+namespace {
+
+// What the values under a key are: plain JSON, a map of resource quantities
+// (resources.limits / requests), or one quantity.
+enum class Values { kPlain, kQuantityMap, kQuantity };
+
+Values ValuesUnder(Values parent, const std::string& key) {
+  if (parent == Values::kQuantityMap) return Values::kQuantity;
+  if (key == "limits" || key == "requests") return Values::kQuantityMap;
+  if (key == "sizeLimit" || key == "averageValue") return Values::kQuantity;
+  return Values::kPlain;
+}
+
+bool Contains(const Json& live, const Json& desired, Values values) {
   if (desired.is_object()) {
     if (!live.is_object()) return false;
     for (const auto& [k, v] : desired.items()) {
-      if (!live.contains(k) || !ContainsAll(live[k], v)) return false;
+      if (!live.contains(k) || !Contains(live[k], v, ValuesUnder(values, k))) return false;
     }
     return true;
   }
   if (desired.is_array()) {
     if (!live.is_array() || live.size() != desired.size()) return false;
     for (size_t i = 0; i < desired.size(); ++i) {
-      if (!ContainsAll(live[i], desired[i])) return false;
+      if (!Contains(live[i], desired[i], Values::kPlain)) return false;
     }
     return true;
   }
+  // The API server stores quantities canonically: `nvidia.com/gpu: 1` reads back as "1".
+  if (values == Values::kQuantity) return SameQuantity(live, desired);
   return live == desired;
+}
+
+}  // namespace
+
+bool SameQuantity(const Json& a, const Json& b) {
+  if (a == b) return true;
+  auto canonical = [](const Json& v) -> absl::StatusOr<std::string> {
+    // A JSON number is read as its text, as resource.Quantity's UnmarshalJSON does.
+    return v.is_number() ? CanonicalQuantity(v.dump()) : CanonicalQuantity(v);
+  };
+  absl::StatusOr<std::string> ca = canonical(a);
+  absl::StatusOr<std::string> cb = canonical(b);
+  return ca.ok() && cb.ok() && *ca == *cb;
+}
+
+bool ContainsAll(const Json& live, const Json& desired) {
+  return Contains(live, desired, Values::kPlain);
 }
 
 std::vector<GroupObservation> ObserveGroups(const OwnedObjects& owned) {

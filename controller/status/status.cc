@@ -188,8 +188,49 @@ Json ComputeStatus(const StatusInput& in) {
                      a.target, " per group)"),
         gen, in.now));
   }
+  const InferencePoolSpec& pool = spec.routing.inference_pool;
+  if (in.routing) {
+    conditions.push_back(Condition(old, "RoutingReady", false, in.routing->reason,
+                                   in.routing->message, gen, in.now));
+  } else if (!pool.enabled) {
+    conditions.push_back(Condition(old, "RoutingReady", true, "InferencePoolDisabled",
+                                   "clients reach the groups through Service " + d.name, gen,
+                                   in.now));
+  } else {
+    conditions.push_back(Condition(
+        old, "RoutingReady", true, "InferencePoolConfigured",
+        absl::StrCat("InferencePool ", d.name, " selects the scheduler pods on port ", kHttpPort,
+                     pool.endpoint_picker
+                         ? absl::StrCat(", endpoint picker Service ", pool.endpoint_picker->name)
+                         : ""),
+        gen, in.now));
+  }
+
+  if (!in.blocked.empty()) {
+    conditions.push_back(Condition(old, "PodsBlocked", true, in.blocked.front().reason,
+                                   BlockedPodsMessage(in.blocked), gen, in.now));
+  } else {
+    conditions.push_back(Condition(old, "PodsBlocked", false, "NoBlockedPods",
+                                   "every pod is scheduled and its containers can start", gen,
+                                   in.now));
+  }
   status["conditions"] = conditions;
   return status;
+}
+
+std::string BlockedPodsMessage(const std::vector<BlockedPod>& blocked) {
+  constexpr size_t kShown = kBlockedPodsShown;
+  std::string msg;
+  for (size_t i = 0; i < blocked.size() && i < kShown; ++i) {
+    const BlockedPod& b = blocked[i];
+    absl::StrAppend(&msg, i == 0 ? "" : "; ", "pod ", b.pod, " (group ", b.group, ") ", b.reason,
+                    ": ", b.message);
+  }
+  if (blocked.size() > kShown) {
+    absl::StrAppend(&msg, "; and ", blocked.size() - kShown, " more blocked pod(s)");
+  }
+  absl::StrAppend(&msg, ". Inspect: kubectl describe pod ", blocked.empty() ? "" : blocked[0].pod);
+  return msg;
 }
 
 Json InvalidSpecStatus(const Json& stored_status, int64_t generation, const std::string& message,

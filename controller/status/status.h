@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "controller/api/spec.h"
 #include "controller/builders/rollout.h"
+#include "controller/status/observe.h"
 
 namespace orca::controller {
 
@@ -39,12 +40,24 @@ struct StatusInput {
   std::map<int, GroupRecord> records;
   std::optional<Problem> degraded;  // InvalidSpec, GroupRestartLimitExceeded, ApplyFailed...
   std::optional<Problem> scaling;   // autoscaler could not be configured
+  std::optional<Problem> routing;   // InferencePool could not be configured
+  std::vector<BlockedPod> blocked;  // pods that cannot start (ObserveBlockedPods)
   absl::Time now;
 };
 
 // Returns the full status for `in`, keeping lastTransitionTime of conditions whose
-// status did not change since deployment->status.
+// status did not change since deployment->status. Conditions: Available, Progressing,
+// Degraded, ScalingReady, RoutingReady (InferencePool) and PodsBlocked (True while a
+// pod cannot be scheduled or its containers cannot start).
 Json ComputeStatus(const StatusInput& in);
+
+// Blocked pods the PodsBlocked condition names; the rest are counted.
+inline constexpr size_t kBlockedPodsShown = 3;
+
+// Returns the message of the PodsBlocked condition: the first kBlockedPodsShown
+// blocked pods by name, each as "pod NAME (group G) REASON: MESSAGE", and how many
+// more there are.
+std::string BlockedPodsMessage(const std::vector<BlockedPod>& blocked);
 
 // Returns the status for a spec that failed validation: the stored status with
 // observedGeneration and a Degraded=True/InvalidSpec condition carrying `message`.

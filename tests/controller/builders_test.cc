@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/builders/layout.h"
+#include "engine/config/config_loader.h"
 #include "tests/controller/cr_builder.h"
 
 namespace orca::controller {
@@ -51,7 +52,8 @@ TEST(BuildersTest, WorkerStatefulSetCarriesRankLayout) {
                                               "ORCA_POD_ORDINAL", "ORCA_POD_NAME", "ORCA_POD_IP"));
   EXPECT_EQ(EnvOf(c, "ORCA_POD_ORDINAL")["valueFrom"]["fieldRef"]["fieldPath"],
             "metadata.labels['apps.kubernetes.io/pod-index']");
-  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], 4);
+  // Canonical quantity strings, as the API server returns them (not the integer 4).
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "4");
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/health");
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["port"], "metrics");
   EXPECT_THAT(c["command"], Contains("$(ORCA_SCHEDULER_ADDR)"));
@@ -111,6 +113,213 @@ TEST(BuildersTest, AllObjectsCountsMatchShape) {
   // ConfigMap + client Service + Ingress + 3 x (2 Services + Deployment + 2 StatefulSets).
   EXPECT_EQ(all.size(), 3u + 3u * 5u);
   EXPECT_EQ(all[0]["kind"], "ConfigMap");
+}
+
+// Returns engine.yaml of `d` as the engine itself reads it (its own parser).
+EngineConfig EngineYamlOf(const InferenceDeployment& d) {
+  EngineConfig c;
+  absl::Status s = ApplyEngineYaml(EngineConfigYaml(d), "engine.yaml", c);
+  EXPECT_TRUE(s.ok()) << s;
+  return c;
+}
+
+// The pod templates of every scheduler Deployment and worker StatefulSet of `objects`.
+std::vector<Json> PodSpecs(const std::vector<Json>& objects) {
+  std::vector<Json> out;
+  for (const Json& o : objects) {
+    if (o["kind"] == "Deployment" || o["kind"] == "StatefulSet") {
+      out.push_back(o["spec"]["template"]["spec"]);
+    }
+  }
+  return out;
+}
+
+Json VolumeNamed(const Json& pod_spec, const std::string& name) {
+  for (const Json& v : pod_spec["volumes"]) {
+    if (v["name"] == name) return v;
+  }
+  return Json();
+}
+
+TEST(BuildersTest, HuggingFaceModelIsPulledByEveryPod) {
+  InferenceDeployment d =
+      Parse(CrBuilder()
+                .Pipeline(2)
+                .ModelUri("hf://Qwen/Qwen2.5-0.5B@main")
+                .TokenSecret("hub-token")
+                .Set("/spec/model/downloadSizeLimit", "20480Mi")
+                .WorkerEnv("HF_ENDPOINT", "http://mirror.local")
+                .Set("/spec/scheduler/env",
+                     Json::array({{{"name", "HTTPS_PROXY"}, {"value", "http://proxy:3128"}}}))
+                .Build());
+  EXPECT_EQ(EngineYamlOf(d).model.dir, "/models/pulled");
+  std::vector<Json> pods = PodSpecs(BuildAllObjects(d));
+  ASSERT_EQ(pods.size(), 3u);  // the scheduler (it loads the tokenizer) and two stages
+  for (const Json& pod : pods) {
+    const Json& main = pod["containers"][0];
+    SCOPED_TRACE(main["name"].dump());
+    ASSERT_EQ(pod["initContainers"].size(), 1u);
+    const Json& pull = pod["initContainers"][0];
+    EXPECT_EQ(pull["name"], "pull-model");
+    EXPECT_EQ(pull["image"], main["image"]);
+    EXPECT_EQ(pull["imagePullPolicy"], main["imagePullPolicy"]);
+    EXPECT_EQ(pull["command"], Json::array({"orca", "model", "pull", "hf://Qwen/Qwen2.5-0.5B@main",
+                                            "/models/pulled"}));
+    EXPECT_EQ(EnvOf(pull, "HF_TOKEN")["valueFrom"]["secretKeyRef"],
+              (Json{{"name", "hub-token"}, {"key", "token"}}));
+    if (main["name"] == "worker") {
+      EXPECT_EQ(EnvOf(pull, "HF_ENDPOINT")["value"], "http://mirror.local");
+      EXPECT_TRUE(EnvOf(pull, "HTTPS_PROXY").is_null());
+    } else {
+      EXPECT_EQ(EnvOf(pull, "HTTPS_PROXY")["value"], "http://proxy:3128");
+    }
+    // The pull writes into the volume the main container reads, read-only, at /models.
+    EXPECT_EQ(pull["volumeMounts"], Json::array({{{"name", "model"}, {"mountPath", "/models"}}}));
+    EXPECT_THAT(main["volumeMounts"],
+                Contains(Json{{"name", "model"}, {"mountPath", "/models"}, {"readOnly", true}}));
+    EXPECT_EQ(VolumeNamed(pod, "model"),
+              (Json{{"name", "model"}, {"emptyDir", {{"sizeLimit", "20Gi"}}}}));
+  }
+}
+
+TEST(BuildersTest, HttpsArchiveIsVerifiedAndMountedModelsAreNotPulled) {
+  const std::string sha(64, 'f');
+  InferenceDeployment d = Parse(
+      CrBuilder().ModelUri("https://h.example/m.tar.gz").Set("/spec/model/sha256", sha).Build());
+  Json pod = BuildWorkerStatefulSet(d, 0, 0, "r")["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["initContainers"][0]["command"],
+            Json::array({"orca", "model", "pull", "https://h.example/m.tar.gz", "/models/pulled",
+                         "--sha256", sha}));
+  EXPECT_FALSE(pod["initContainers"][0].contains("env"));
+  EXPECT_EQ(VolumeNamed(pod, "model"), (Json{{"name", "model"}, {"emptyDir", Json::object()}}));
+
+  for (const char* uri : {"pvc://models/tiny", "hostpath:///mnt/m"}) {
+    InferenceDeployment m = Parse(CrBuilder().ModelUri(uri).Build());
+    for (const Json& p : PodSpecs(BuildAllObjects(m))) {
+      EXPECT_FALSE(p.contains("initContainers")) << uri;
+    }
+  }
+}
+
+TEST(BuildersTest, LifecycleReachesPodsAndEngineYaml) {
+  InferenceDeployment d = Parse(CrBuilder()
+                                    .Set("/spec/lifecycle/terminationGracePeriodSeconds", 120)
+                                    .Set("/spec/lifecycle/preStopSleepSeconds", 7)
+                                    .Set("/spec/lifecycle/drainSeconds", 100)
+                                    .Set("/spec/lifecycle/joinTimeoutSeconds", 600)
+                                    .Build());
+  EngineConfig c = EngineYamlOf(d);
+  EXPECT_DOUBLE_EQ(c.server.shutdown_timeout_s, 100);
+  EXPECT_DOUBLE_EQ(c.worker.join_timeout_s, 600);
+  Json sched = BuildSchedulerDeployment(d, 0, "r")["spec"]["template"]["spec"];
+  Json worker = BuildWorkerStatefulSet(d, 0, 0, "r")["spec"]["template"]["spec"];
+  EXPECT_EQ(sched["terminationGracePeriodSeconds"], 120);
+  EXPECT_EQ(worker["terminationGracePeriodSeconds"], 120);
+  EXPECT_EQ(sched["containers"][0]["lifecycle"]["preStop"]["exec"]["command"],
+            Json::array({"orca", "pre-stop", "--seconds", "7"}));
+  EXPECT_FALSE(worker["containers"][0].contains("lifecycle"));
+  // The worker's startup probe allows the join timeout plus loading the weights.
+  const Json& startup = worker["containers"][0]["startupProbe"];
+  int startup_seconds =
+      startup["periodSeconds"].get<int>() * startup["failureThreshold"].get<int>();
+  EXPECT_GE(startup_seconds, 600 + 900);
+  // Liveness catches a worker whose /health turned 503 within half a minute.
+  const Json& live = worker["containers"][0]["livenessProbe"];
+  EXPECT_LE(live["periodSeconds"].get<int>() * live["failureThreshold"].get<int>(), 30);
+
+  InferenceDeployment no_sleep =
+      Parse(CrBuilder().Set("/spec/lifecycle/preStopSleepSeconds", 0).Build());
+  EXPECT_FALSE(
+      BuildSchedulerDeployment(no_sleep, 0, "r")["spec"]["template"]["spec"]["containers"][0]
+          .contains("lifecycle"));
+  // Defaults: 60 s grace, 45 s drain, 300 s join timeout.
+  InferenceDeployment def = Parse(CrBuilder().Build());
+  EXPECT_EQ(BuildWorkerStatefulSet(
+                def, 0, 0, "r")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+            60);
+  EXPECT_DOUBLE_EQ(EngineYamlOf(def).server.shutdown_timeout_s, 45);
+  EXPECT_DOUBLE_EQ(EngineYamlOf(def).worker.join_timeout_s, 300);
+}
+
+// Returns whether a matchLabels selector selects an object with `labels`.
+bool Selects(const Json& match_labels, const Json& labels) {
+  for (const auto& [k, v] : match_labels.items()) {
+    if (!labels.contains(k) || labels[k] != v) return false;
+  }
+  return true;
+}
+
+TEST(BuildersTest, InferencePoolSelectsOnlySchedulersOnTheServingPort) {
+  InferenceDeployment d =
+      Parse(CrBuilder("llm", "prod")
+                .Replicas(3)
+                .Pipeline(2)
+                .InferencePool("llm-epp")
+                .Set("/spec/routing/inferencePool/endpointPicker/failureMode", "FailOpen")
+                .Build());
+  Json pool = BuildInferencePool(d);
+  EXPECT_EQ(pool["apiVersion"], "inference.networking.k8s.io/v1");
+  EXPECT_EQ(pool["kind"], "InferencePool");
+  EXPECT_EQ(pool["metadata"]["name"], "llm");
+  EXPECT_EQ(pool["metadata"]["namespace"], "prod");
+  EXPECT_EQ(pool["metadata"]["ownerReferences"][0]["controller"], true);
+  EXPECT_EQ(pool["spec"]["endpointPickerRef"], (Json{{"kind", "Service"},
+                                                     {"name", "llm-epp"},
+                                                     {"port", {{"number", 9002}}},
+                                                     {"failureMode", "FailOpen"}}));
+
+  // Against the rendered pods: every group's scheduler and no worker; the target port
+  // is the scheduler container's serving (http) port.
+  std::vector<Json> all = BuildAllObjects(d);
+  int pools = 0;
+  int schedulers = 0;
+  for (const Json& o : all) {
+    if (o["kind"] == "InferencePool") ++pools;
+    if (o["kind"] != "Deployment" && o["kind"] != "StatefulSet") continue;
+    const Json& labels = o["spec"]["template"]["metadata"]["labels"];
+    const Json& c = o["spec"]["template"]["spec"]["containers"][0];
+    bool scheduler = c["name"] == "scheduler";
+    EXPECT_EQ(Selects(pool["spec"]["selector"]["matchLabels"], labels), scheduler)
+        << o["metadata"]["name"];
+    if (!scheduler) continue;
+    ++schedulers;
+    Json http;
+    for (const Json& p : c["ports"]) {
+      if (p["name"] == "http") http = p;
+    }
+    EXPECT_EQ(pool["spec"]["targetPorts"], Json::array({{{"number", http["containerPort"]}}}));
+  }
+  EXPECT_EQ(pools, 1);
+  EXPECT_EQ(schedulers, 3);
+  // Another deployment's schedulers are not selected.
+  InferenceDeployment other = Parse(CrBuilder("other", "prod").Build());
+  EXPECT_FALSE(
+      Selects(pool["spec"]["selector"]["matchLabels"],
+              BuildSchedulerDeployment(other, 0, "r")["spec"]["template"]["metadata"]["labels"]));
+  // Not rendered unless enabled.
+  for (const Json& o : BuildAllObjects(Parse(CrBuilder().Build()))) {
+    EXPECT_NE(o["kind"], "InferencePool");
+  }
+}
+
+TEST(BuildersTest, RendersQuantitiesInCanonicalForm) {
+  InferenceDeployment d = Parse(CrBuilder()
+                                    .Set("/spec/worker/resources/limits/memory", "65536Mi")
+                                    .Set("/spec/worker/resources/requests/cpu", 4)
+                                    .Set("/spec/worker/resources/requests/memory", "0.5Gi")
+                                    .Set("/spec/scheduler/resources/requests/cpu", "1500m")
+                                    .Set("/spec/scheduler/resources/limits/cpu", "2000m")
+                                    .ModelUri("hf://o/m")
+                                    .Set("/spec/model/downloadSizeLimit", 1073741824)
+                                    .Build());
+  Json w = BuildWorkerStatefulSet(d, 0, 0, "r")["spec"]["template"]["spec"];
+  EXPECT_EQ(w["containers"][0]["resources"],
+            (Json{{"limits", {{"memory", "64Gi"}, {"nvidia.com/gpu", "1"}}},
+                  {"requests", {{"cpu", "4"}, {"memory", "512Mi"}}}}));
+  EXPECT_EQ(VolumeNamed(w, "model")["emptyDir"]["sizeLimit"], "1073741824");
+  Json s = BuildSchedulerDeployment(d, 0, "r")["spec"]["template"]["spec"];
+  EXPECT_EQ(s["containers"][0]["resources"],
+            (Json{{"limits", {{"cpu", "2"}}}, {"requests", {{"cpu", "1500m"}}}}));
 }
 
 TEST(BuildersTest, BuildersAreDeterministic) {

@@ -37,6 +37,17 @@ class CrBuilder {
     Set("/spec/ingress/enabled", true);
     return Set("/spec/ingress/host", host);
   }
+  CrBuilder& ModelUri(const std::string& uri) { return Set("/spec/model/uri", uri); }
+  CrBuilder& TokenSecret(const std::string& name) {
+    return Set("/spec/model/tokenSecret/name", name);
+  }
+  CrBuilder& WorkerEnv(const std::string& name, const std::string& value) {
+    return Set("/spec/worker/env", nlohmann::json::array({{{"name", name}, {"value", value}}}));
+  }
+  CrBuilder& InferencePool(const std::string& endpoint_picker) {
+    Set("/spec/routing/inferencePool/enabled", true);
+    return Set("/spec/routing/inferencePool/endpointPicker/name", endpoint_picker);
+  }
   CrBuilder& Set(const std::string& pointer, nlohmann::json value) {
     cr_[nlohmann::json::json_pointer(pointer)] = std::move(value);
     return *this;

@@ -301,7 +301,7 @@ void FakeApiServer::Handle(const std::string& method, const void* request, void*
           history_.push_back(Event{rv_, plural, ns, "DELETED", gone});
           cv_.notify_all();
         } else {
-          Remove(k);
+          RequestDelete(k);
         }
         result = Json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}};
       }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "controller/api/quantity.h"
 #include "controller/api/yaml.h"
 #include "controller/client/kube_errors.h"
 
@@ -87,6 +88,28 @@ bool OwnedByUid(const Json& o, const std::string& uid) {
   return false;
 }
 
+// Returns `v` with every resource quantity (values under `limits` and `requests`,
+// `sizeLimit`, `averageValue`) as the canonical string the API server stores:
+// `nvidia.com/gpu: 1` reads back as "1", "1024Mi" as "1Gi".
+Json CanonicalQuantities(Json v, bool quantity_map = false) {
+  if (v.is_object()) {
+    for (auto& [k, child] : v.items()) {
+      if (quantity_map || k == "sizeLimit" || k == "averageValue") {
+        if (child.is_string() || child.is_number()) {
+          absl::StatusOr<std::string> c =
+              child.is_number() ? CanonicalQuantity(child.dump()) : CanonicalQuantity(child);
+          if (c.ok()) child = *c;
+          continue;
+        }
+      }
+      child = CanonicalQuantities(std::move(child), k == "limits" || k == "requests");
+    }
+  } else if (v.is_array()) {
+    for (Json& e : v) e = CanonicalQuantities(std::move(e));
+  }
+  return v;
+}
+
 }  // namespace
 
 FakeApiServer::FakeApiServer(FakeApiServerOptions options) : options_(std::move(options)) {}
@@ -140,6 +163,8 @@ const FakeApiServer::ResourceInfo* FakeApiServer::Info(const std::string& plural
       {"autoscaling/v2/horizontalpodautoscalers",
        {"autoscaling/v2", "HorizontalPodAutoscaler", true}},
       {"keda.sh/v1alpha1/scaledobjects", {"keda.sh/v1alpha1", "ScaledObject", true}},
+      {"inference.networking.k8s.io/v1/inferencepools",
+       {"inference.networking.k8s.io/v1", "InferencePool", true}},
       {"coordination.k8s.io/v1/leases", {"coordination.k8s.io/v1", "Lease", false}},
       {"serving.orca.dev/v1alpha1/inferencedeployments",
        {"serving.orca.dev/v1alpha1", "InferenceDeployment", true}},
@@ -157,6 +182,7 @@ Json FakeApiServer::Stored(const Key& k) const {
 }
 
 void FakeApiServer::Put(const Key& k, Json object, const std::string& type) {
+  object = CanonicalQuantities(std::move(object));
   object["metadata"]["resourceVersion"] = std::to_string(++rv_);
   objects_[k] = object;
   uids_.insert(object["metadata"].value("uid", ""));
@@ -183,13 +209,42 @@ void FakeApiServer::Remove(const Key& k) {
   Cascade(Uid(obj));
 }
 
+void FakeApiServer::RequestDelete(const Key& k) {
+  auto it = objects_.find(k);
+  if (it == objects_.end()) return;
+  if (k.plural != "pods" || !options_.graceful_pod_deletion) {
+    Remove(k);
+    return;
+  }
+  Json pod = it->second;
+  if (pod["metadata"].contains("deletionTimestamp")) return;  // already terminating
+  int grace = 30;
+  if (pod.contains("spec") && pod["spec"].is_object()) {
+    grace = pod["spec"].value("terminationGracePeriodSeconds", 30);
+  }
+  pod["metadata"]["deletionTimestamp"] = absl::FormatTime(
+      "%Y-%m-%dT%H:%M:%SZ", absl::Now() + absl::Seconds(grace), absl::UTCTimeZone());
+  pod["metadata"]["deletionGracePeriodSeconds"] = grace;
+  Put(k, pod, "MODIFIED");
+}
+
+absl::Status FakeApiServer::FinishTermination(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Key k{"pods", ns, name};
+  if (!objects_.count(k)) return absl::NotFoundError(name);
+  Json gone = objects_[k];
+  Remove(k);
+  SimulateAfterWrite("pods", gone);
+  return absl::OkStatus();
+}
+
 void FakeApiServer::Cascade(const std::string& uid) {
   if (uid.empty()) return;
   std::vector<Key> children;
   for (const auto& [k, o] : objects_) {
     if (OwnedByUid(o, uid)) children.push_back(k);
   }
-  for (const Key& k : children) Remove(k);
+  for (const Key& k : children) RequestDelete(k);
 }
 
 void FakeApiServer::CollectIfOrphan(const Key& k) {
@@ -248,6 +303,7 @@ absl::StatusOr<Json> FakeApiServer::CreateLocked(const std::string& plural, cons
   meta["generation"] = 1;
   obj["apiVersion"] = info->api_version;
   obj["kind"] = info->kind;
+  obj = CanonicalQuantities(std::move(obj));
   TrackOwnership(k, Json::object(), obj, manager);
   Put(k, obj, "ADDED");
   return objects_[k];
@@ -276,7 +332,7 @@ absl::StatusOr<Json> FakeApiServer::UpdateLocked(const std::string& plural, cons
     next["status"] = obj.contains("status") ? obj["status"] : Json();
   } else {
     Json status = live.contains("status") ? live["status"] : Json();
-    next = obj;
+    next = CanonicalQuantities(obj);
     next["metadata"]["uid"] = live["metadata"]["uid"];
     next["metadata"]["creationTimestamp"] = live["metadata"]["creationTimestamp"];
     next["metadata"]["generation"] = live["metadata"]["generation"];
@@ -297,6 +353,7 @@ absl::StatusOr<Json> FakeApiServer::UpdateLocked(const std::string& plural, cons
     }
   }
   next["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"];
+  next = CanonicalQuantities(std::move(next));
   if (next == live) return live;
   TrackOwnership(k, live, next, manager);
   Put(k, next, "MODIFIED");
@@ -350,6 +407,7 @@ absl::StatusOr<Json> FakeApiServer::ApplyLocked(const std::string& plural, const
     if (!shared && next.contains(ptr)) next[ptr.parent_pointer()].erase(ptr.back());
   }
   for (const auto& [p, v] : applied) next[Json::json_pointer(p)] = v;
+  next = CanonicalQuantities(std::move(next));
   for (auto& [m, paths] : owners) {
     if (m == manager) continue;
     for (const auto& [p, v] : applied) {
@@ -438,7 +496,7 @@ absl::Status FakeApiServer::Delete(const std::string& plural, const std::string&
   Key k{plural, ns, name};
   if (!objects_.count(k)) return absl::NotFoundError(name);
   Json gone = objects_[k];
-  Remove(k);
+  RequestDelete(k);
   SimulateAfterWrite(plural, gone);
   return absl::OkStatus();
 }

@@ -48,6 +48,10 @@ struct FakeApiServerOptions {
   std::string required_token;  // non-empty: every request needs this bearer token
   bool simulate_workloads = true;
   std::set<std::string> unserved;  // plurals answered with 404 (e.g. "scaledobjects")
+  // Pods end gracefully, as with a kubelet: a deleted pod (directly, by cascade or by
+  // its workload) gets metadata.deletionTimestamp = now + its
+  // terminationGracePeriodSeconds (default 30) and stays until FinishTermination.
+  bool graceful_pod_deletion = false;
 };
 
 struct RequestRecord {
@@ -78,6 +82,8 @@ class FakeApiServer {
                                  const std::string& name, Json status);
   // Deletes with cascade.
   absl::Status Delete(const std::string& plural, const std::string& ns, const std::string& name);
+  // Removes terminating pod `name` (its containers exited); its workload may replace it.
+  absl::Status FinishTermination(const std::string& ns, const std::string& name);
   // Sets spec.replicas of an InferenceDeployment through its scale subresource logic.
   absl::Status Scale(const std::string& ns, const std::string& name, int replicas);
 
@@ -134,6 +140,9 @@ class FakeApiServer {
   Json Stored(const Key& k) const;
   void Put(const Key& k, Json object, const std::string& type);
   void Remove(const Key& k);
+  // Deletes `k` as the API server does on a delete request: pods with
+  // graceful_pod_deletion become terminating, everything else is removed.
+  void RequestDelete(const Key& k);
   void Cascade(const std::string& uid);
   // Deletes `k` when it has ownerReferences none of which exists any more, as the
   // garbage collector does for dependents created after their owner was deleted.

@@ -40,6 +40,8 @@ Json PodStatus(const Json& spec, bool ready) {
       {"containerStatuses", containers}};
 }
 
+bool PodTerminating(const Json& pod) { return pod["metadata"].contains("deletionTimestamp"); }
+
 bool PodReady(const Json& pod) {
   if (!pod.contains("status") || !pod["status"].contains("conditions")) return false;
   for (const Json& c : pod["status"]["conditions"]) {
@@ -153,9 +155,10 @@ bool FakeApiServer::SimulateDeployment(const Key& k) {
   }
   for (const Key& pk : pods) {
     const Json& p = objects_[pk];
+    if (PodTerminating(p)) continue;
     std::string h = p["metadata"]["labels"].value("pod-template-hash", "");
     if (h != hash || static_cast<int>(current.size()) >= replicas) {
-      Remove(pk);  // Recreate: old pods go before new ones come
+      RequestDelete(pk);  // Recreate: old pods go before new ones come
       changed = true;
     } else {
       current.push_back(pk);
@@ -196,8 +199,14 @@ bool FakeApiServer::SimulateStatefulSet(const Key& k) {
     std::string name = absl::StrCat(k.name, "-", i);
     Key pk{"pods", k.ns, name};
     auto it = objects_.find(pk);
+    if (it != objects_.end() && PodTerminating(it->second)) continue;  // replaced once gone
     bool stale = it != objects_.end() && !on_delete &&
                  it->second["metadata"]["labels"].value("controller-revision-hash", "") != hash;
+    if (stale && options_.graceful_pod_deletion) {
+      RequestDelete(pk);
+      changed = true;
+      continue;
+    }
     if (it == objects_.end() || stale) {
       if (stale) Remove(pk);
       Put(pk, NewPod(s, name, tmpl, "StatefulSet", i), "ADDED");
@@ -207,16 +216,17 @@ bool FakeApiServer::SimulateStatefulSet(const Key& k) {
   std::vector<Key> extra;
   for (const Key& pk : PodsIn(k.ns)) {
     const Json& p = objects_[pk];
-    if (!ControlledBy(p, uid)) continue;
+    if (!ControlledBy(p, uid) || PodTerminating(p)) continue;
     int index = std::stoi(p["metadata"]["labels"].value("apps.kubernetes.io/pod-index", "0"));
     if (index >= replicas) extra.push_back(pk);
   }
   for (const Key& pk : extra) {
-    Remove(pk);
+    RequestDelete(pk);
     changed = true;
   }
   for (int i = 0; i < replicas; ++i) {
     Key pk{"pods", k.ns, absl::StrCat(k.name, "-", i)};
+    if (!objects_.count(pk) || PodTerminating(objects_[pk])) continue;
     Json p = objects_[pk];
     bool ready = pod_ready_ ? pod_ready_(p) : true;
     if (PodReady(p) != ready) {
@@ -238,7 +248,7 @@ void FakeApiServer::UpdateWorkloadStatus(const Key& k, const std::string& kind) 
   int total = 0, ready = 0, updated = 0;
   for (const Key& pk : PodsIn(k.ns)) {
     const Json& p = objects_[pk];
-    if (!ControlledBy(p, uid)) continue;
+    if (!ControlledBy(p, uid) || PodTerminating(p)) continue;
     ++total;
     if (PodReady(p)) ++ready;
     if (p["metadata"]["labels"].value(hash_label, "") == hash) ++updated;

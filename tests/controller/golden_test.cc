@@ -1,4 +1,5 @@
-// Golden tests of `orca-controller render` for every example manifest. Regenerate
+// Golden tests of `orca-controller render` for every example manifest (crds/examples)
+// and test-only input (tests/controller/testdata/examples). Regenerate
 // with ORCA_UPDATE_GOLDEN=1 after an intended change, and review the diff.
 #include <gtest/gtest.h>
 
@@ -25,10 +26,19 @@ std::string ReadAll(const std::string& path) {
   return buf.str();
 }
 
+// Returns the input of golden `name`: a user-facing example under crds/examples, or a
+// test-only input under tests/controller/testdata/examples.
+std::string ExamplePath(const std::string& name) {
+  std::string example = SourceDir() + "/crds/examples/" + name + ".yaml";
+  if (std::filesystem::exists(example)) return example;
+  return SourceDir() + "/tests/controller/testdata/examples/" + name + ".yaml";
+}
+
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, RenderMatchesGolden) {
-  std::string example = SourceDir() + "/crds/examples/" + GetParam() + ".yaml";
+  std::string example = ExamplePath(GetParam());
+  ASSERT_TRUE(std::filesystem::exists(example)) << example;
   std::string golden = SourceDir() + "/tests/controller/testdata/golden/" + GetParam() + ".yaml";
   auto objects = RenderManifest(ReadAll(example), example);
   ASSERT_TRUE(objects.ok()) << objects.status();
@@ -49,7 +59,9 @@ TEST_P(GoldenTest, RenderMatchesGolden) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, GoldenTest,
                          ::testing::Values("single-gpu", "tp8-single-node", "tp8-pp2-multi-node",
-                                           "autoscaled-ingress", "cpu-hpa"));
+                                           "autoscaled-ingress", "cpu-hpa", "hf-gateway",
+                                           // hf:// pull, tokenSecret, lifecycle, InferencePool
+                                           "hf-inference-pool"));
 
 TEST(RenderTest, RejectsInvalidAndEmptyManifests) {
   EXPECT_TRUE(absl::IsNotFound(RenderManifest("apiVersion: v1\nkind: ConfigMap\n", "x").status()));

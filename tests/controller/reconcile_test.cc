@@ -10,6 +10,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "controller/api/spec.h"
 #include "controller/builders/layout.h"
 #include "controller/client/kube_errors.h"
@@ -409,15 +410,48 @@ TEST(ReconcileTest, FailingGroupIsRestartedWholeUntilTheLimit) {
   EXPECT_THAT(h.Cr("demo")["status"]["groups"][0]["lastFailure"].get<std::string>(),
               HasSubstr("OOMKilled"));
 
-  // A second failure exceeds maxGroupRestarts 1: Degraded, and the group is left alone.
-  std::string uid = crash("demo-g0-s1-0");
+  // A second failure exceeds maxGroupRestarts 1: Degraded, and the group releases its
+  // GPUs: its scheduler and worker workloads are scaled to zero and stay there.
+  crash("demo-g0-s1-0");
   ASSERT_TRUE(Harness::WaitFor([&] {
     return Harness::Condition(h.Cr("demo"), "Degraded").value("reason", "") ==
            "GroupRestartLimitExceeded";
   })) << h.Cr("demo").dump(2);
-  EXPECT_EQ((*h.fake().Get("pods", "default", "demo-g0-s1-0"))["metadata"]["uid"], uid);
-  EXPECT_THAT(Harness::Condition(h.Cr("demo"), "Degraded")["message"].get<std::string>(),
-              HasSubstr("kubectl logs demo-g0-s1-0"));
+  auto replicas = [&](const char* plural, const std::string& name) {
+    auto o = h.fake().Get(plural, "default", name);
+    return o.ok() ? (*o)["spec"].value("replicas", -1) : -1;
+  };
+  auto group_pods = [&] {
+    int n = 0;
+    for (const Json& p : h.fake().List("pods", "default")) n += LabelOf(p, kLabelGroup) == "0";
+    return n;
+  };
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    return replicas(kDeployments, "demo-g0-scheduler") == 0 &&
+           replicas(kStatefulSets, "demo-g0-s0") == 0 &&
+           replicas(kStatefulSets, "demo-g0-s1") == 0 && group_pods() == 0;
+  })) << "the released group still holds pods";
+  std::string message = Harness::Condition(h.Cr("demo"), "Degraded")["message"];
+  EXPECT_THAT(message, HasSubstr("scaled to zero to release their GPUs"));
+  EXPECT_THAT(message, HasSubstr("OOMKilled"));
+  EXPECT_THAT(message, HasSubstr("raise groupPolicy.maxGroupRestarts"));
+  bool released_event = false;
+  for (const Json& e : h.fake().List("events", "default")) {
+    if (e["reason"] == "GroupReleased" && e["type"] == "Warning") released_event = true;
+  }
+  EXPECT_TRUE(released_event);
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(replicas(kStatefulSets, "demo-g0-s0"), 0) << "a released group came back by itself";
+  EXPECT_EQ(Harness::Condition(h.Cr("demo"), "Degraded")["reason"], "GroupRestartLimitExceeded");
+
+  // Raising the limit retries: the group is scaled back up and serves.
+  Json cr = h.Cr("demo");
+  cr["spec"]["groupPolicy"]["maxGroupRestarts"] = 3;
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, cr).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    return h.Converged("demo") && replicas(kStatefulSets, "demo-g0-s1") == 1 &&
+           Harness::Condition(h.Cr("demo"), "Degraded")["status"] == "False";
+  })) << h.Cr("demo").dump(2);
 }
 
 TEST(ReconcileTest, MissingKedaIsReportedInScalingReady) {
@@ -470,6 +504,389 @@ TEST(ReconcileTest, EndpointsServeHealthReadinessAndMetrics) {
   EXPECT_THAT(m->body, HasSubstr("orca_controller_reconcile_duration_seconds_count"));
   EXPECT_THAT(m->body, HasSubstr("orca_controller_workqueue_depth"));
   EXPECT_THAT(m->body, HasSubstr("orca_controller_is_leader 1"));
+}
+
+// ---- Lifecycle: the scheduler stops before its workers ----
+
+bool IsTerminating(const Json& o) { return o["metadata"].contains("deletionTimestamp"); }
+
+// Returns the pods of group `g` with role `role` ("scheduler" or "worker").
+std::vector<Json> PodsOf(testing::FakeApiServer& fake, int g, const std::string& role) {
+  std::vector<Json> out;
+  for (const Json& p : fake.List("pods", "default")) {
+    if (LabelOf(p, kLabelGroup) == std::to_string(g) && LabelOf(p, kLabelRole) == role) {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+// Ends the termination of every terminating pod (the kubelet saw the containers exit).
+void FinishTerminatingPods(testing::FakeApiServer& fake) {
+  for (const Json& p : fake.List("pods", "default")) {
+    if (IsTerminating(p)) (void)fake.FinishTermination("default", p["metadata"]["name"]);
+  }
+}
+
+FakeApiServerOptions GracefulPods() {
+  FakeApiServerOptions opts;
+  opts.graceful_pod_deletion = true;
+  return opts;
+}
+
+TEST(LifecycleTest, ScaleDownStopsTheSchedulerBeforeItsWorkers) {
+  Harness h(GracefulPods());
+  ASSERT_TRUE(h.ok());
+  h.StartController("a");
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, CrBuilder().Replicas(2).Pipeline(2).Build()).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.Converged("demo"); })) << h.Cr("demo").dump(2);
+
+  Json cr = h.Cr("demo");
+  cr["spec"]["replicas"] = 1;
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, cr).ok());
+  // The scheduler of group 1 is told to stop: its Deployment goes, its pod terminates.
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    auto s = PodsOf(h.fake(), 1, "scheduler");
+    return s.size() == 1 && IsTerminating(s[0]) &&
+           !h.fake().Get(kDeployments, "default", "demo-g1-scheduler").ok();
+  })) << "the scheduler of the removed group was not stopped";
+  // While it drains, its workers keep running.
+  absl::SleepFor(absl::Milliseconds(400));
+  EXPECT_TRUE(h.fake().Get(kStatefulSets, "default", "demo-g1-s0").ok());
+  EXPECT_TRUE(h.fake().Get(kStatefulSets, "default", "demo-g1-s1").ok());
+  std::vector<Json> workers = PodsOf(h.fake(), 1, "worker");
+  ASSERT_EQ(workers.size(), 2u);
+  for (const Json& w : workers) {
+    EXPECT_FALSE(IsTerminating(w)) << w["metadata"]["name"] << " stopped before its scheduler";
+  }
+
+  // The scheduler exits: now the workers go.
+  FinishTerminatingPods(h.fake());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    return !h.fake().Get(kStatefulSets, "default", "demo-g1-s0").ok() &&
+           !h.fake().Get(kStatefulSets, "default", "demo-g1-s1").ok();
+  })) << "the workers of the removed group were kept after its scheduler stopped";
+  for (const Json& w : PodsOf(h.fake(), 1, "worker")) EXPECT_TRUE(IsTerminating(w));
+  FinishTerminatingPods(h.fake());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    return h.Converged("demo") && h.Cr("demo")["status"]["replicas"] == 1;
+  })) << h.Cr("demo").dump(2);
+  EXPECT_EQ(Count(h.fake(), kStatefulSets), 2u);
+  for (const Json& p : h.fake().List("pods", "default")) EXPECT_EQ(LabelOf(p, kLabelGroup), "0");
+}
+
+TEST(LifecycleTest, WorkersGoWhenTheSchedulerOutlivesItsGracePeriod) {
+  Harness h(GracefulPods());
+  ASSERT_TRUE(h.ok());
+  std::atomic<int64_t> skew_s{0};
+  h.StartController("a", false, [&](ManagerOptions& o) {
+    o.reconciler.clock = [&] { return absl::Now() + absl::Seconds(skew_s.load()); };
+  });
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, CrBuilder().Replicas(2).Build()).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.Converged("demo"); })) << h.Cr("demo").dump(2);
+  Json cr = h.Cr("demo");
+  cr["spec"]["replicas"] = 1;
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, cr).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    auto s = PodsOf(h.fake(), 1, "scheduler");
+    return s.size() == 1 && IsTerminating(s[0]);
+  }));
+  // The scheduler hangs in termination; the workers wait for its grace period
+  // (spec.lifecycle.terminationGracePeriodSeconds, default 60) and no longer.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_TRUE(h.fake().Get(kStatefulSets, "default", "demo-g1-s0").ok());
+  skew_s = 61;
+  Json touch = h.Cr("demo");  // any event: the controller looks again
+  touch["metadata"]["annotations"]["touch"] = "1";
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, touch).ok());
+  EXPECT_TRUE(Harness::WaitFor([&] {
+    return !h.fake().Get(kStatefulSets, "default", "demo-g1-s0").ok();
+  })) << "workers kept after the scheduler's grace period";
+}
+
+TEST(LifecycleTest, RolloutReplacesWorkersOnlyAfterTheOldSchedulerStopped) {
+  Harness h(GracefulPods());
+  ASSERT_TRUE(h.ok());
+  h.StartController("a");
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, CrBuilder().Pipeline(2).Build()).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.Converged("demo"); })) << h.Cr("demo").dump(2);
+  std::string old_rev = h.Cr("demo")["status"]["updateRevision"];
+
+  Json cr = h.Cr("demo");
+  cr["spec"]["image"] = "orca:v2";
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, cr).ok());
+  // The scheduler Deployment (Recreate) takes the new template: its old pod stops.
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    for (const Json& s : PodsOf(h.fake(), 0, "scheduler")) {
+      if (LabelOf(s, kLabelRevision) == old_rev && IsTerminating(s)) return true;
+    }
+    return false;
+  })) << "the old scheduler was not stopped";
+  absl::SleepFor(absl::Milliseconds(400));
+  std::vector<Json> workers = PodsOf(h.fake(), 0, "worker");
+  ASSERT_EQ(workers.size(), 2u);
+  for (const Json& w : workers) {
+    EXPECT_EQ(LabelOf(w, kLabelRevision), old_rev);
+    EXPECT_FALSE(IsTerminating(w))
+        << w["metadata"]["name"] << " was replaced while the old scheduler was draining";
+  }
+  // The old scheduler exits: the stale workers are replaced together.
+  for (const Json& s : PodsOf(h.fake(), 0, "scheduler")) {
+    if (IsTerminating(s)) {
+      ASSERT_TRUE(h.fake().FinishTermination("default", s["metadata"]["name"]).ok());
+    }
+  }
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    std::vector<Json> w = PodsOf(h.fake(), 0, "worker");
+    return w.size() == 2 && IsTerminating(w[0]) && IsTerminating(w[1]);
+  })) << "stale workers were not replaced after the old scheduler stopped";
+  FinishTerminatingPods(h.fake());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    return h.Converged("demo") && h.Cr("demo")["status"]["currentRevision"] != old_rev;
+  })) << h.Cr("demo").dump(2);
+}
+
+TEST(LifecycleTest, GroupRestartStopsTheSchedulerBeforeReplacingWorkers) {
+  Harness h(GracefulPods());
+  ASSERT_TRUE(h.ok());
+  h.StartController("a");
+  ASSERT_TRUE(
+      h.fake()
+          .Upsert(kCrPlural, CrBuilder().Pipeline(2).MaxGroupRestarts(2).RestartBackoff(0).Build())
+          .ok());
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.Converged("demo"); }));
+  std::string s0_uid = (*h.fake().Get("pods", "default", "demo-g0-s0-0"))["metadata"]["uid"];
+  Json status = (*h.fake().Get("pods", "default", "demo-g0-s1-0"))["status"];
+  status["containerStatuses"][0]["restartCount"] = 1;
+  ASSERT_TRUE(h.fake().SetStatus("pods", "default", "demo-g0-s1-0", status).ok());
+
+  // The scheduler is stopped first...
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    auto s = PodsOf(h.fake(), 0, "scheduler");
+    return s.size() == 1 && IsTerminating(s[0]);
+  })) << "the restart did not stop the scheduler";
+  absl::SleepFor(absl::Milliseconds(400));
+  for (const Json& w : PodsOf(h.fake(), 0, "worker")) {
+    EXPECT_FALSE(IsTerminating(w)) << w["metadata"]["name"] << " stopped before its scheduler";
+  }
+  EXPECT_EQ(h.Cr("demo")["status"]["groups"][0]["restarts"], 1) << "one restart, counted once";
+
+  // ...and once it has exited, the workers are replaced together and the group returns.
+  FinishTerminatingPods(h.fake());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    std::vector<Json> w = PodsOf(h.fake(), 0, "worker");
+    return w.size() == 2 && IsTerminating(w[0]) && IsTerminating(w[1]);
+  })) << "the workers were not replaced after the scheduler stopped";
+  FinishTerminatingPods(h.fake());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    auto p = h.fake().Get("pods", "default", "demo-g0-s0-0");
+    return p.ok() && (*p)["metadata"]["uid"] != s0_uid && h.Converged("demo");
+  })) << h.Cr("demo").dump(2);
+  Json g0 = h.Cr("demo")["status"]["groups"][0];
+  EXPECT_EQ(g0["restarts"], 1);
+  Json sched = *h.fake().Get(kDeployments, "default", "demo-g0-scheduler");
+  EXPECT_EQ(sched["spec"]["replicas"], 1);
+  EXPECT_FALSE(sched["metadata"].contains("annotations") &&
+               sched["metadata"]["annotations"].contains("serving.orca.dev/restarting"));
+}
+
+TEST(LifecycleTest, ReleasedGroupScalesItsSchedulerToZeroFirst) {
+  Harness h(GracefulPods());
+  ASSERT_TRUE(h.ok());
+  h.StartController("a");
+  ASSERT_TRUE(
+      h.fake()
+          .Upsert(kCrPlural, CrBuilder().Pipeline(2).MaxGroupRestarts(0).RestartBackoff(0).Build())
+          .ok());
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.Converged("demo"); }));
+  Json status = (*h.fake().Get("pods", "default", "demo-g0-s1-0"))["status"];
+  status["containerStatuses"][0]["restartCount"] = 3;
+  ASSERT_TRUE(h.fake().SetStatus("pods", "default", "demo-g0-s1-0", status).ok());
+  auto replicas = [&](const char* plural, const std::string& name) {
+    auto o = h.fake().Get(plural, "default", name);
+    return o.ok() ? (*o)["spec"].value("replicas", -1) : -1;
+  };
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    auto s = PodsOf(h.fake(), 0, "scheduler");
+    return replicas(kDeployments, "demo-g0-scheduler") == 0 && s.size() == 1 && IsTerminating(s[0]);
+  })) << h.Cr("demo").dump(2);
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(replicas(kStatefulSets, "demo-g0-s0"), 1) << "workers scaled down before the scheduler";
+  FinishTerminatingPods(h.fake());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    return replicas(kStatefulSets, "demo-g0-s0") == 0 && replicas(kStatefulSets, "demo-g0-s1") == 0;
+  }));
+  FinishTerminatingPods(h.fake());
+  EXPECT_TRUE(Harness::WaitFor([&] { return Count(h.fake(), "pods") == 0; }));
+}
+
+// ---- Quantities, waiting reasons, InferencePool ----
+
+TEST(ReconcileTest, CanonicalQuantitiesFromTheServerDoNotCauseReapplies) {
+  Harness h;
+  ASSERT_TRUE(h.ok());
+  Harness::Instance& inst = h.StartController("a");
+  ASSERT_TRUE(
+      h.fake()
+          .Upsert(kCrPlural, CrBuilder()
+                                 .Pipeline(2)
+                                 .Set("/spec/worker/resources", {{"limits", {{"memory", "1024Mi"}}},
+                                                                 {"requests", {{"cpu", "0.5"}}}})
+                                 .Build())
+          .ok());
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.Converged("demo"); })) << h.Cr("demo").dump(2);
+  // The server stores every quantity canonically (the builder wrote nvidia.com/gpu: 1).
+  Json sts = *h.fake().Get(kStatefulSets, "default", "demo-g0-s0");
+  Json limits = sts["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"];
+  EXPECT_EQ(limits["nvidia.com/gpu"], "1") << limits.dump();
+  EXPECT_EQ(limits["memory"], "1Gi") << limits.dump();
+
+  h.fake().ClearRequests();
+  int64_t before = inst.manager->metrics().reconciles("success");
+  for (int i = 0; i < 3; ++i) {
+    Json cr = h.Cr("demo");
+    cr["metadata"]["annotations"]["touch"] = std::to_string(i);
+    ASSERT_TRUE(h.fake().Upsert(kCrPlural, cr).ok());
+    ASSERT_TRUE(Harness::WaitFor(
+        [&] { return inst.manager->metrics().reconciles("success") >= before + i + 1; }));
+  }
+  for (const auto& r : h.fake().Requests()) {
+    EXPECT_NE(r.method, "PATCH") << "a converged deployment was applied again: " << r.path;
+  }
+}
+
+TEST(ReconcileTest, BlockedPodsShowInConditionsAndEvents) {
+  Harness h;
+  ASSERT_TRUE(h.ok());
+  absl::Mutex mu;
+  std::set<std::string> unready;
+  h.fake().SetPodReadiness([&](const Json& pod) {
+    absl::MutexLock lock(&mu);
+    return unready.count(pod["metadata"].value("name", "")) == 0;
+  });
+  h.StartController("a");
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, CrBuilder().Pipeline(2).Build()).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.Converged("demo"); })) << h.Cr("demo").dump(2);
+  EXPECT_EQ(Harness::Condition(h.Cr("demo"), "PodsBlocked")["status"], "False");
+
+  {
+    absl::MutexLock lock(&mu);
+    unready.insert("demo-g0-s1-0");
+  }
+  Json status = (*h.fake().Get("pods", "default", "demo-g0-s1-0"))["status"];
+  status["phase"] = "Pending";
+  status["conditions"] = Json::array({{{"type", "Ready"}, {"status", "False"}}});
+  status["containerStatuses"][0]["ready"] = false;
+  status["containerStatuses"][0]["state"] = {
+      {"waiting",
+       {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image \"orca:missing\""}}}};
+  ASSERT_TRUE(h.fake().SetStatus("pods", "default", "demo-g0-s1-0", status).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    return Harness::Condition(h.Cr("demo"), "PodsBlocked").value("reason", "") ==
+           "ImagePullBackOff";
+  })) << h.Cr("demo").dump(2);
+  Json blocked = Harness::Condition(h.Cr("demo"), "PodsBlocked");
+  EXPECT_EQ(blocked["status"], "True");
+  EXPECT_THAT(blocked["message"].get<std::string>(), HasSubstr("pod demo-g0-s1-0 (group 0)"));
+  EXPECT_THAT(blocked["message"].get<std::string>(), HasSubstr("orca:missing"));
+  auto warned = [&](const std::string& reason, const std::string& text) {
+    for (const Json& e : h.fake().List("events", "default")) {
+      if (e["reason"] == reason && e["type"] == "Warning" &&
+          e["message"].get<std::string>().find(text) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(Harness::WaitFor([&] { return warned("ImagePullBackOff", "demo-g0-s1-0"); }));
+
+  // An unschedulable scheduler pod (PodScheduled=False) is reported with its reason.
+  {
+    absl::MutexLock lock(&mu);
+    unready.insert(PodsOf(h.fake(), 0, "scheduler")[0]["metadata"]["name"]);
+  }
+  std::string sched = PodsOf(h.fake(), 0, "scheduler")[0]["metadata"]["name"];
+  Json pending = {
+      {"phase", "Pending"},
+      {"conditions",
+       Json::array({{{"type", "PodScheduled"},
+                     {"status", "False"},
+                     {"reason", "Unschedulable"},
+                     {"message", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}},
+                    {{"type", "Ready"}, {"status", "False"}}})}};
+  ASSERT_TRUE(h.fake().SetStatus("pods", "default", sched, pending).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    std::string m = Harness::Condition(h.Cr("demo"), "PodsBlocked").value("message", "");
+    return m.find("Insufficient nvidia.com/gpu") != std::string::npos;
+  })) << h.Cr("demo").dump(2);
+  EXPECT_TRUE(Harness::WaitFor([&] { return warned("Unschedulable", sched); }));
+
+  // Fixed: the condition clears.
+  {
+    absl::MutexLock lock(&mu);
+    unready.clear();
+  }
+  for (const std::string& name : {std::string("demo-g0-s1-0"), sched}) {
+    Json fixed = (*h.fake().Get("pods", "default", name))["status"];
+    fixed["phase"] = "Running";
+    fixed["conditions"] = Json::array({{{"type", "Ready"}, {"status", "True"}}});
+    if (fixed.contains("containerStatuses")) fixed["containerStatuses"][0].erase("state");
+    ASSERT_TRUE(h.fake().SetStatus("pods", "default", name, fixed).ok());
+  }
+  EXPECT_TRUE(Harness::WaitFor([&] {
+    return Harness::Condition(h.Cr("demo"), "PodsBlocked").value("status", "") == "False";
+  })) << h.Cr("demo").dump(2);
+}
+
+CrBuilder WithInferencePool() {
+  CrBuilder b;
+  b.Set("/spec/routing/inferencePool/enabled", true);
+  b.Set("/spec/routing/inferencePool/endpointPicker/name", "demo-epp");
+  return b;
+}
+
+constexpr char kInferencePools[] = "inference.networking.k8s.io/v1/inferencepools";
+
+TEST(ReconcileTest, InferencePoolIsAppliedWhenEnabledAndPrunedWhenDisabled) {
+  Harness h;
+  ASSERT_TRUE(h.ok());
+  h.StartController("a");
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, WithInferencePool().Build()).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    return h.Converged("demo") && Count(h.fake(), kInferencePools) == 1;
+  })) << h.Cr("demo").dump(2);
+  Json pool = *h.fake().Get(kInferencePools, "default", "demo");
+  EXPECT_EQ(pool["spec"]["endpointPickerRef"]["name"], "demo-epp");
+  EXPECT_EQ(pool["metadata"]["ownerReferences"][0]["uid"], h.Cr("demo")["metadata"]["uid"]);
+  EXPECT_EQ(Harness::Condition(h.Cr("demo"), "RoutingReady")["reason"], "InferencePoolConfigured");
+
+  Json cr = h.Cr("demo");
+  cr["spec"]["routing"]["inferencePool"]["enabled"] = false;
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, cr).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] { return Count(h.fake(), kInferencePools) == 0; }))
+      << "a disabled InferencePool was not pruned";
+  EXPECT_TRUE(Harness::WaitFor([&] {
+    return Harness::Condition(h.Cr("demo"), "RoutingReady").value("reason", "") ==
+           "InferencePoolDisabled";
+  }));
+}
+
+TEST(ReconcileTest, MissingInferencePoolApiIsReportedNotFatal) {
+  FakeApiServerOptions opts;
+  opts.unserved = {"inferencepools"};
+  Harness h(opts);
+  ASSERT_TRUE(h.ok());
+  h.StartController("a");
+  ASSERT_TRUE(h.fake().Upsert(kCrPlural, WithInferencePool().Build()).ok());
+  ASSERT_TRUE(Harness::WaitFor([&] {
+    return Harness::Condition(h.Cr("demo"), "RoutingReady").value("reason", "") ==
+           "InferencePoolApiMissing";
+  })) << h.Cr("demo").dump(2);
+  EXPECT_THAT(Harness::Condition(h.Cr("demo"), "RoutingReady")["message"].get<std::string>(),
+              HasSubstr("Gateway API Inference Extension"));
+  EXPECT_TRUE(Harness::WaitFor([&] { return h.Converged("demo"); }))
+      << "a missing InferencePool API is not fatal";
+  EXPECT_EQ(Harness::Condition(h.Cr("demo"), "Degraded")["status"], "False");
 }
 
 }  // namespace

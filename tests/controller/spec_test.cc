@@ -38,6 +38,161 @@ TEST(SpecTest, ParsesHostPathUri) {
   EXPECT_EQ(d->spec.model_source.path, "/mnt/m");
 }
 
+TEST(SpecTest, ParsesHuggingFaceAndHttpsUris) {
+  auto hf = ParseInferenceDeployment(CrBuilder().ModelUri("hf://Qwen/Qwen2.5-0.5B").Build());
+  ASSERT_TRUE(hf.ok()) << hf.status();
+  EXPECT_EQ(hf->spec.model_source.kind, ModelSource::Kind::kHuggingFace);
+  EXPECT_EQ(hf->spec.model_source.repo, "Qwen/Qwen2.5-0.5B");
+  EXPECT_EQ(hf->spec.model_source.revision, "");
+  EXPECT_TRUE(IsPulled(hf->spec.model_source));
+
+  auto rev = ParseInferenceDeployment(
+      CrBuilder().ModelUri("hf://meta-llama/Llama-3.1-8B@refs/pr/12").Build());
+  ASSERT_TRUE(rev.ok()) << rev.status();
+  EXPECT_EQ(rev->spec.model_source.repo, "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(rev->spec.model_source.revision, "refs/pr/12");
+
+  for (const char* uri :
+       {"https://models.example.com/tiny.tar", "https://h/a/b/m.tar.gz", "https://h:8443/m.tgz"}) {
+    auto d = ParseInferenceDeployment(CrBuilder().ModelUri(uri).Build());
+    ASSERT_TRUE(d.ok()) << uri << ": " << d.status();
+    EXPECT_EQ(d->spec.model_source.kind, ModelSource::Kind::kHttps) << uri;
+  }
+  EXPECT_FALSE(IsPulled(ParseInferenceDeployment(CrBuilder().Build()).value().spec.model_source));
+}
+
+TEST(SpecTest, RejectsMalformedModelUris) {
+  for (const char* uri :
+       {"hf://just-a-name", "hf://org/name@", "hf:///name", "http://h/m.tar", "https://h/m.zip",
+        "https://h/m.tar?sig=1", "https:///m.tar", "hf://org/na me"}) {
+    auto d = ParseInferenceDeployment(CrBuilder().ModelUri(uri).Build());
+    ASSERT_FALSE(d.ok()) << uri;
+    EXPECT_THAT(d.status().message(), HasSubstr("spec.model.uri")) << uri;
+  }
+}
+
+TEST(SpecTest, ParsesPullFieldsOnlyForPulledModels) {
+  auto d = ParseInferenceDeployment(CrBuilder()
+                                        .ModelUri("https://h/m.tar.gz")
+                                        .TokenSecret("hub")
+                                        .Set("/spec/model/sha256", std::string(64, 'a'))
+                                        .Set("/spec/model/downloadSizeLimit", "40960Mi")
+                                        .Build());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE(d->spec.model.token_secret.has_value());
+  EXPECT_EQ(d->spec.model.token_secret->name, "hub");
+  EXPECT_EQ(d->spec.model.token_secret->key, "token");  // the CRD default
+  EXPECT_EQ(d->spec.model.sha256, std::string(64, 'a'));
+  EXPECT_EQ(d->spec.model.download_size_limit, "40Gi");  // canonical
+  auto n = ParseInferenceDeployment(
+      CrBuilder().ModelUri("hf://o/m").Set("/spec/model/downloadSizeLimit", 1000000).Build());
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(n->spec.model.download_size_limit, "1M");
+
+  auto pvc = ParseInferenceDeployment(
+      CrBuilder().TokenSecret("hub").Set("/spec/model/downloadSizeLimit", "1Gi").Build());
+  ASSERT_FALSE(pvc.ok());
+  EXPECT_THAT(pvc.status().message(),
+              HasSubstr("model.tokenSecret is only used with an hf:// or https:// model.uri"));
+  EXPECT_THAT(
+      pvc.status().message(),
+      HasSubstr("model.downloadSizeLimit is only used with an hf:// or https:// model.uri"));
+  auto hf_sha = ParseInferenceDeployment(
+      CrBuilder().ModelUri("hf://o/m").Set("/spec/model/sha256", std::string(64, 'a')).Build());
+  ASSERT_FALSE(hf_sha.ok());
+  EXPECT_THAT(hf_sha.status().message(),
+              HasSubstr("model.sha256 is only checked for an https:// model.uri"));
+  EXPECT_FALSE(ParseInferenceDeployment(CrBuilder()
+                                            .ModelUri("https://h/m.tar")
+                                            .Set("/spec/model/sha256", std::string(64, 'A'))
+                                            .Build())
+                   .ok());
+  EXPECT_FALSE(
+      ParseInferenceDeployment(
+          CrBuilder().ModelUri("hf://o/m").Set("/spec/model/tokenSecret", Json::object()).Build())
+          .ok());
+  auto bad_size = ParseInferenceDeployment(
+      CrBuilder().ModelUri("hf://o/m").Set("/spec/model/downloadSizeLimit", "10GB").Build());
+  ASSERT_FALSE(bad_size.ok());
+  EXPECT_THAT(bad_size.status().message(), HasSubstr("spec.model.downloadSizeLimit"));
+}
+
+TEST(SpecTest, LifecycleDefaultsRangesAndGraceRule) {
+  auto d = ParseInferenceDeployment(CrBuilder().Build());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->spec.lifecycle.termination_grace_period_seconds, 60);
+  EXPECT_EQ(d->spec.lifecycle.pre_stop_sleep_seconds, 5);
+  EXPECT_EQ(d->spec.lifecycle.drain_seconds, 45);
+  EXPECT_EQ(d->spec.lifecycle.join_timeout_seconds, 300);
+
+  // 5 + 55 is not below 60.
+  auto tight =
+      ParseInferenceDeployment(CrBuilder().Set("/spec/lifecycle/drainSeconds", 55).Build());
+  ASSERT_FALSE(tight.ok());
+  EXPECT_THAT(tight.status().message(),
+              HasSubstr("lifecycle.preStopSleepSeconds + lifecycle.drainSeconds must be less than "
+                        "lifecycle.terminationGracePeriodSeconds"));
+  EXPECT_TRUE(
+      ParseInferenceDeployment(CrBuilder().Set("/spec/lifecycle/drainSeconds", 54).Build()).ok());
+  EXPECT_TRUE(
+      ParseInferenceDeployment(CrBuilder()
+                                   .Set("/spec/lifecycle/terminationGracePeriodSeconds", 600)
+                                   .Set("/spec/lifecycle/drainSeconds", 540)
+                                   .Set("/spec/lifecycle/preStopSleepSeconds", 0)
+                                   .Build())
+          .ok());
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, int>>{{"terminationGracePeriodSeconds", 4},
+                                                {"terminationGracePeriodSeconds", 3601},
+                                                {"preStopSleepSeconds", 61},
+                                                {"drainSeconds", 0},
+                                                {"joinTimeoutSeconds", -1},
+                                                {"joinTimeoutSeconds", 86401}}) {
+    auto bad = ParseInferenceDeployment(CrBuilder().Set("/spec/lifecycle/" + field, value).Build());
+    ASSERT_FALSE(bad.ok()) << field << "=" << value;
+    EXPECT_THAT(bad.status().message(), HasSubstr("spec.lifecycle." + field + ": must be between"));
+  }
+}
+
+TEST(SpecTest, InferencePoolNeedsAnEndpointPicker) {
+  auto off = ParseInferenceDeployment(CrBuilder().Build());
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->spec.routing.inference_pool.enabled);
+
+  auto on = ParseInferenceDeployment(CrBuilder().InferencePool("demo-epp").Build());
+  ASSERT_TRUE(on.ok()) << on.status();
+  ASSERT_TRUE(on->spec.routing.inference_pool.endpoint_picker.has_value());
+  EXPECT_EQ(on->spec.routing.inference_pool.endpoint_picker->name, "demo-epp");
+  EXPECT_EQ(on->spec.routing.inference_pool.endpoint_picker->port, 9002);
+  EXPECT_EQ(on->spec.routing.inference_pool.endpoint_picker->failure_mode, "FailClose");
+
+  auto missing = ParseInferenceDeployment(
+      CrBuilder().Set("/spec/routing/inferencePool/enabled", true).Build());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("routing.inferencePool.enabled needs routing.inferencePool.endpointPicker."
+                        "name (the endpoint picker Service)"));
+  EXPECT_FALSE(ParseInferenceDeployment(
+                   CrBuilder()
+                       .InferencePool("e")
+                       .Set("/spec/routing/inferencePool/endpointPicker/failureMode", "Open")
+                       .Build())
+                   .ok());
+  EXPECT_FALSE(
+      ParseInferenceDeployment(CrBuilder()
+                                   .InferencePool("e")
+                                   .Set("/spec/routing/inferencePool/endpointPicker/port", 70000)
+                                   .Build())
+          .ok());
+}
+
+TEST(SpecTest, RejectsResourceQuantitiesTheApiServerWouldReject) {
+  auto d = ParseInferenceDeployment(
+      CrBuilder().Set("/spec/worker/resources/limits/memory", "16 GiB").Build());
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(d.status().message(), HasSubstr("spec.worker.resources.limits.memory"));
+}
+
 TEST(SpecTest, RejectsTensorNotMultipleOfGpusPerPod) {
   auto d = ParseInferenceDeployment(CrBuilder().Tensor(3).GpusPerPod(2).Build());
   ASSERT_FALSE(d.ok());
@@ -90,6 +245,26 @@ TEST(SpecTest, EnforcesCelRules) {
                    .ok());
   EXPECT_FALSE(
       ParseInferenceDeployment(CrBuilder().Set("/spec/ingress/tls/secretName", "s").Build()).ok());
+  auto request_prefix =
+      ParseInferenceDeployment(CrBuilder()
+                                   .Set("/spec/engine/prefixCaching", true)
+                                   .Set("/spec/engine/schedulingPolicy", "request")
+                                   .Build());
+  ASSERT_FALSE(request_prefix.ok());
+  EXPECT_THAT(request_prefix.status().message(),
+              HasSubstr("engine.prefixCaching requires engine.schedulingPolicy 'iteration'"));
+  auto cpu_half = ParseInferenceDeployment(CrBuilder()
+                                               .Set("/spec/parallelism/device", "cpu")
+                                               .Set("/spec/model/dtype", "bfloat16")
+                                               .Build());
+  ASSERT_FALSE(cpu_half.ok());
+  EXPECT_THAT(cpu_half.status().message(),
+              HasSubstr("parallelism.device cpu stores weights in float32 only"));
+  EXPECT_TRUE(ParseInferenceDeployment(CrBuilder()
+                                           .Set("/spec/parallelism/device", "cpu")
+                                           .Set("/spec/model/dtype", "float32")
+                                           .Build())
+                  .ok());
 }
 
 TEST(SpecTest, RejectsNonObjects) {

@@ -19,6 +19,7 @@
 #include <regex>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/api/spec.h"
 #include "controller/api/yaml.h"
@@ -49,8 +50,13 @@ struct Field {
   std::vector<std::pair<Json, std::map<std::string, Json>>> variations;
 };
 
+// Where the processes find the checkpoint: under the mount, or where `orca model pull`
+// (the pull-model init container) wrote it.
+constexpr char kPulledDir[] = "/models/pulled";
+
 std::string ModelDirOf(const InferenceDeploymentSpec& s) {
   const auto& src = s.model_source;
+  if (controller::IsPulled(src)) return kPulledDir;
   if (src.kind == controller::ModelSource::Kind::kPvc && !src.path.empty()) {
     return "/models/" + src.path;
   }
@@ -71,7 +77,11 @@ std::vector<Field> Fields() {
        kBoth,
        [](auto& s) { return Json(ModelDirOf(s)); },
        [](auto& c) { return Json(c.model.dir); },
-       {{"pvc://weights/org/model-7b", {}}, {"pvc://weights", {}}, {"hostpath:///data/m", {}}}},
+       {{"pvc://weights/org/model-7b", {}},
+        {"pvc://weights", {}},
+        {"hostpath:///data/m", {}},
+        {"hf://org/model-7b@main", {}},
+        {"https://models.example.com/m.tar.gz", {}}}},
       {"/spec/model/dtype",
        kWorker,
        [](auto& s) { return Json(s.model.dtype); },
@@ -137,6 +147,16 @@ std::vector<Field> Fields() {
        [](auto& s) { return Json(s.engine.scheduling_policy); },
        [](auto& c) { return Json(std::string(SchedulingPolicyName(c.scheduler.policy))); },
        {{"request", {}}}},
+      {"/spec/lifecycle/drainSeconds",
+       kBoth,  // the scheduler drains this long; a worker waits it (plus a margin) for the end
+       [](auto& s) { return Json(static_cast<double>(s.lifecycle.drain_seconds)); },
+       [](auto& c) { return Json(c.server.shutdown_timeout_s); },
+       {{10, {}}, {100, {{"/spec/lifecycle/terminationGracePeriodSeconds", 120}}}}},
+      {"/spec/lifecycle/joinTimeoutSeconds",
+       kWorker,
+       [](auto& s) { return Json(static_cast<double>(s.lifecycle.join_timeout_seconds)); },
+       [](auto& c) { return Json(c.worker.join_timeout_s); },
+       {{60, {}}}},
       {"/spec/apiKeySecretRef",
        kScheduler,
        [](auto& s) {
@@ -317,12 +337,130 @@ TEST(CrdEngineSeamTest, TheTableCoversEveryEngineFieldOfTheCrd) {
       (*docs)[0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
   std::set<std::string> covered;
   for (const Field& f : Fields()) covered.insert(f.path);
-  for (const char* section : {"model", "parallelism", "engine"}) {
+  // Read by the pull-model init container (PulledModelsArriveWhereTheEngineReadsThem) and
+  // by the kubelet (LifecycleArrivesInThePods), not by the engine.
+  for (const char* other :
+       {"/spec/model/tokenSecret", "/spec/model/sha256", "/spec/model/downloadSizeLimit",
+        "/spec/lifecycle/terminationGracePeriodSeconds", "/spec/lifecycle/preStopSleepSeconds"}) {
+    covered.insert(other);
+  }
+  for (const char* section : {"model", "parallelism", "engine", "lifecycle"}) {
     for (const auto& [name, schema] : spec["properties"][section]["properties"].items()) {
       EXPECT_TRUE(covered.count(absl::StrCat("/spec/", section, "/", name)))
           << "spec." << section << "." << name << " is not carried to the engine (or not listed)";
     }
   }
+}
+
+// Every workload of `objects` (Deployments and StatefulSets).
+std::vector<const Json*> Workloads(const std::vector<Json>& objects) {
+  std::vector<const Json*> out;
+  for (const Json& o : objects) {
+    if (o["kind"] == "Deployment" || o["kind"] == "StatefulSet") out.push_back(&o);
+  }
+  return out;
+}
+
+// hf:// and https:// models: each pod's pull-model init container runs `orca model pull`
+// with the CR's URI, checksum and token into the directory its engine reads.
+TEST(CrdEngineSeamTest, PulledModelsArriveWhereTheEngineReadsThem) {
+  const std::string kSha(64, 'a');
+  for (const char* uri : {"hf://org/model-7b@v2", "https://models.example.com/m.tar.gz"}) {
+    SCOPED_TRACE(uri);
+    const bool https = absl::StartsWith(uri, "https://");
+    CrBuilder b;
+    b.Set("/spec/model/uri", uri)
+        .Set("/spec/model/tokenSecret", Json{{"name", "hub"}, {"key", "token"}})
+        .Set("/spec/model/downloadSizeLimit", "20Gi");
+    if (https) b.Set("/spec/model/sha256", kSha);
+    b.Pipeline(2);
+    auto d = controller::ParseInferenceDeployment(b.Build());
+    ASSERT_TRUE(d.ok()) << d.status();
+    const std::vector<Json> objects = controller::BuildAllObjects(*d);
+    std::string yaml;
+    for (const Json& o : objects) {
+      if (o["kind"] == "ConfigMap") yaml = o["data"]["engine.yaml"];
+    }
+    testing::TempDir tmp;
+    const std::string yaml_path = tmp.file("engine.yaml");
+    std::ofstream(yaml_path) << yaml;
+    std::map<std::string, Role> role_of;
+    for (const Pod& pod : PodsOf(objects, yaml_path)) {
+      auto config = ParseCommandLine(pod.role, pod.args);
+      ASSERT_TRUE(config.ok()) << config.status();
+      EXPECT_EQ(config->model.dir, kPulledDir) << pod.name;
+    }
+    const auto workloads = Workloads(objects);
+    ASSERT_EQ(workloads.size(), 3u);  // the scheduler and two stages
+    for (const Json* w : workloads) {
+      SCOPED_TRACE((*w)["metadata"]["name"].get<std::string>());
+      const Json& pod = (*w)["spec"]["template"]["spec"];
+      ASSERT_TRUE(pod.contains("initContainers"));
+      const Json& init = pod["initContainers"][0];
+      EXPECT_EQ(init["name"], "pull-model");
+      EXPECT_EQ(init["image"], Container(*w)["image"]) << "the pull runs the engine's own image";
+      std::vector<std::string> want = {"orca", "model", "pull", uri, kPulledDir};
+      if (https) want.insert(want.end(), {"--sha256", kSha});
+      EXPECT_EQ(init["command"].get<std::vector<std::string>>(), want);
+      EXPECT_EQ(init["env"][0],
+                (Json{{"name", "HF_TOKEN"},
+                      {"valueFrom", {{"secretKeyRef", {{"name", "hub"}, {"key", "token"}}}}}}));
+      // The init container writes into the volume the serving container reads.
+      std::string init_volume, main_volume;
+      for (const Json& m : init["volumeMounts"]) {
+        if (absl::StartsWith(kPulledDir, m["mountPath"].get<std::string>()))
+          init_volume = m["name"];
+      }
+      for (const Json& m : Container(*w)["volumeMounts"]) {
+        if (absl::StartsWith(kPulledDir, m["mountPath"].get<std::string>()))
+          main_volume = m["name"];
+      }
+      EXPECT_FALSE(init_volume.empty());
+      EXPECT_EQ(init_volume, main_volume);
+      for (const Json& v : pod["volumes"]) {
+        if (v["name"] == init_volume) {
+          EXPECT_EQ(v["emptyDir"]["sizeLimit"], "20Gi");
+        }
+      }
+    }
+    // The flags the controller passes exist in the real binary.
+    if (const char* orca = std::getenv("ORCA_BIN")) {
+      std::string out;
+      testing::RunCommand(absl::StrCat(orca, " model --help 2>&1"), &out);
+      EXPECT_THAT(out, ::testing::HasSubstr("--sha256"));
+      EXPECT_THAT(out, ::testing::HasSubstr("orca model pull URI DIR"));
+    }
+  }
+}
+
+// spec.lifecycle reaches the kubelet: the grace period of every pod, the scheduler's
+// preStop hook (run for real when ORCA_BIN is set), and a drain that fits in between.
+TEST(CrdEngineSeamTest, LifecycleArrivesInThePods) {
+  CrBuilder b;
+  b.Set("/spec/lifecycle/terminationGracePeriodSeconds", 40)
+      .Set("/spec/lifecycle/preStopSleepSeconds", 1)
+      .Set("/spec/lifecycle/drainSeconds", 30);
+  auto d = controller::ParseInferenceDeployment(b.Build());
+  ASSERT_TRUE(d.ok()) << d.status();
+  int pre_stops = 0;
+  const std::vector<Json> objects = controller::BuildAllObjects(*d);
+  for (const Json* w : Workloads(objects)) {
+    SCOPED_TRACE((*w)["metadata"]["name"].get<std::string>());
+    EXPECT_EQ((*w)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"], 40);
+    const Json& c = Container(*w);
+    if (!c.contains("lifecycle")) continue;
+    ++pre_stops;
+    const auto command =
+        c["lifecycle"]["preStop"]["exec"]["command"].get<std::vector<std::string>>();
+    EXPECT_EQ(command, (std::vector<std::string>{"orca", "pre-stop", "--seconds", "1"}));
+    if (const char* orca = std::getenv("ORCA_BIN")) {
+      std::string argv = orca;
+      for (size_t i = 1; i < command.size(); ++i) absl::StrAppend(&argv, " ", command[i]);
+      std::string out;
+      EXPECT_EQ(testing::RunCommand(argv + " 2>&1", &out), 0) << out;
+    }
+  }
+  EXPECT_EQ(pre_stops, 1) << "only the scheduler waits for the endpoints to drop it";
 }
 
 TEST(CrdEngineSeamTest, ConfigCheckRejectsAnUnknownKeyNamingIt) {
