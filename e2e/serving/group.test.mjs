@@ -267,7 +267,10 @@ test('the pods orca-controller renders form a group that survives a lost worker'
     assert.equal(metricValue(metrics, 'orca_group_breaks_total'), 1);
     assert.equal(metricValue(metrics, 'orca_kv_cache_usage_perc'), 0);
   } finally {
-    for (const p of procs.reverse()) await p.stop();
+    // As the controller does: the scheduler first (it drains and ends the group), then the
+    // workers, which on SIGTERM wait for the scheduler to end their group.
+    if (procs.length) await procs[0].stop();
+    await Promise.all(procs.slice(1).map((p) => p.stop()));
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,8 +1,11 @@
 // Starts `orca serve` as a child process for end-to-end tests and stops it again.
 // The binary comes from $ORCA_BIN; the server picks a free port (--port 0) and prints
-// "orca: serving NAME on http://HOST:PORT", which is awaited (bounded).
+// "orca: serving NAME on http://HOST:PORT", which is awaited (bounded). Also helpers for
+// tests that run the roles of a serving group as processes (startProcess, freePort,
+// waitFor) and read SSE streams (readSse).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 
 export const sourceDir = process.env.ORCA_SOURCE_DIR ?? path.resolve(import.meta.dirname, '../..');
@@ -65,4 +68,69 @@ export function metricValue(text, name, labelFilter = '') {
     return Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return NaN;
+}
+
+// --- processes of a serving group (orca scheduler / orca worker), as pods would run ---
+
+// Returns a TCP port free on 127.0.0.1 now.
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
+    srv.on('error', reject);
+  });
+}
+
+// Starts `orca ARGS...` with stdout and stderr collected into log(). `exited` resolves
+// with { code, signal, at } (at: performance.now() of the exit).
+export function startProcess(name, args, env = {}) {
+  const child = spawn(process.env.ORCA_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let log = '';
+  const keep = (d) => { log += d; if (log.length > 1e6) log = log.slice(-5e5); };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal, at: performance.now() })));
+  return {
+    name, child, exited, log: () => log,
+    running: () => child.exitCode === null && child.signalCode === null,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+// Polls `fn` every 200 ms until it returns true; throws with `logs()` after `timeoutMs`.
+export async function waitFor(what, fn, timeoutMs, logs = () => '') {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try { if (await fn()) return; } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what} within ${timeoutMs} ms; logs:\n${logs()}`);
+}
+
+// Reads an SSE response to its end; resolves with its `data:` payloads and how it ended
+// (`error`: the connection broke before the body's end). `onData` sees each payload.
+export async function readSse(res, onData = () => {}) {
+  const data = [];
+  let buffer = '';
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let k;
+      while ((k = buffer.indexOf('\n\n')) >= 0) {
+        const frame = buffer.slice(0, k);
+        buffer = buffer.slice(k + 2);
+        if (frame.startsWith('data: ')) { data.push(frame.slice(6)); onData(frame.slice(6)); }
+      }
+    }
+    return { data, error: null };
+  } catch (e) {
+    return { data, error: e };
+  }
 }

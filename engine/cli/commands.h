@@ -10,5 +10,7 @@ int RunServeCommand(int argc, char** argv);
 int RunSchedulerCommand(int argc, char** argv);
 int RunWorkerCommand(int argc, char** argv);
 int RunConfigCommand(int argc, char** argv);
+// `orca pre-stop --seconds S`: the scheduler pod's preStop hook (waits, exits 0).
+int RunPreStopCommand(int argc, char** argv);
 
 }  // namespace orca

@@ -19,8 +19,9 @@ constexpr char kUsage[] =
     "  worker     the ranks of one worker of a serving group (orca worker --help)\n"
     "  generate   load a checkpoint and stream one completion (orca generate --help)\n"
     "  bench      load generator and benchmarks: serve, engine, plot (orca bench --help)\n"
-    "  model      inspect a checkpoint or write a random-weight one (orca model --help)\n"
+    "  model      inspect or pull a checkpoint, or write a random-weight one (orca model --help)\n"
     "  config     check an engine.yaml, print the settings table (orca config --help)\n"
+    "  pre-stop   wait, then exit 0: the scheduler pod's preStop hook (orca pre-stop --help)\n"
     "  version    print the version\n";
 
 }  // namespace
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   if (cmd == "scheduler") return orca::RunSchedulerCommand(argc - 2, argv + 2);
   if (cmd == "worker") return orca::RunWorkerCommand(argc - 2, argv + 2);
   if (cmd == "config") return orca::RunConfigCommand(argc - 2, argv + 2);
+  if (cmd == "pre-stop") return orca::RunPreStopCommand(argc - 2, argv + 2);
 #ifdef ORCA_HAVE_BENCH
   if (cmd == "bench") return orca::RunBenchCommand(argc - 2, argv + 2);
 #endif

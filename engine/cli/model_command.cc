@@ -1,15 +1,20 @@
-// `orca model inspect DIR` and `orca model random --preset NAME --out DIR`.
+// `orca model inspect DIR`, `orca model random --preset NAME --out DIR` and
+// `orca model pull URI DIR`.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/cli/commands.h"
+#include "engine/common/file_util.h"
 #include "engine/common/status_macros.h"
 #include "engine/config/flags.h"
 #include "engine/model/checkpoint.h"
 #include "engine/model/model_config.h"
+#include "engine/model/pull/model_pull.h"
 #include "engine/model/random_checkpoint.h"
 #include "engine/model/safetensors.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -20,7 +25,15 @@ namespace {
 constexpr char kUsage[] =
     "usage: orca model inspect DIR [--tensors]\n"
     "       orca model random --preset NAME --out DIR [--dtype F32|F16|BF16] [--seed N]\n"
-    "                         [--layers N] [--vocab N] [--hidden N] [--context N]\n";
+    "                         [--layers N] [--vocab N] [--hidden N] [--context N]\n"
+    "       orca model pull URI DIR [--sha256 HEX] [--include GLOBS] [--exclude GLOBS]\n"
+    "                               [--token-file F] [--retries N]\n"
+    "         URI: hf://ORG/NAME[@REVISION] (endpoint $HF_ENDPOINT, token $HF_TOKEN) or\n"
+    "              https://HOST/PATH.tar[.gz]|.tgz\n"
+    "         exit codes: 0 pulled (or already present), 1 other error, 2 usage,\n"
+    "                     3 token refused (401/403), 4 not found, 5 verification failed\n"
+    "                     (size, SHA-256, unsafe archive, unservable checkpoint),\n"
+    "                     6 network failure after retries\n";
 
 std::string HumanBytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -32,13 +45,32 @@ std::string HumanBytes(double b) {
   return absl::StrFormat("%.1f %s", b, units[u]);
 }
 
+// A model directory that passed CheckServable, opened.
+struct CheckedModel {
+  std::unique_ptr<Tokenizer> tokenizer;
+  ModelConfig config;
+  std::unique_ptr<Checkpoint> checkpoint;
+};
+
+// Runs the checks `orca serve` runs on `dir` before it allocates anything (config.json
+// bounds, the checkpoint's tensors against it, the tokenizer), in its order; inspect
+// and pull both run exactly these, so both refuse what serve refuses.
+absl::StatusOr<CheckedModel> CheckServable(const std::string& dir) {
+  CheckedModel m;
+  ORCA_ASSIGN_OR_RETURN(m.tokenizer, Tokenizer::FromDirectory(dir));  // Engine::Create's order
+  ORCA_ASSIGN_OR_RETURN(m.config, LoadModelConfig(dir));
+  ORCA_ASSIGN_OR_RETURN(m.checkpoint, Checkpoint::Open(dir));
+  return m;
+}
+
 // Checks `dir` as `orca serve` does before it allocates anything, in the same functions
 // (config.json bounds, the checkpoint's tensors against it, the tokenizer), so inspect
 // fails, with the same message, on every directory serve refuses; then describes it.
 absl::Status Inspect(const std::string& dir, bool list_tensors) {
-  ORCA_ASSIGN_OR_RETURN(auto tok, Tokenizer::FromDirectory(dir));  // Engine::Create's order
-  ORCA_ASSIGN_OR_RETURN(ModelConfig c, LoadModelConfig(dir));
-  ORCA_ASSIGN_OR_RETURN(auto ckpt, Checkpoint::Open(dir));
+  ORCA_ASSIGN_OR_RETURN(CheckedModel m, CheckServable(dir));
+  const auto& tok = m.tokenizer;
+  const ModelConfig& c = m.config;
+  const auto& ckpt = m.checkpoint;
   std::cout << absl::StrFormat(
       "architecture       %s\nhidden_size        %d\nintermediate_size  %d\nlayers             %d\n"
       "attention heads    %d (kv heads %d, head_dim %d)\nvocab_size         %d\ncontext            "
@@ -98,6 +130,79 @@ absl::Status Random(const Flags& f) {
   return WriteRandomCheckpoint(c, f.GetString("out"), static_cast<uint64_t>(seed));
 }
 
+// The exit code of a failed pull: what an init container's restarts and events show.
+int PullExitCode(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+      return 3;
+    case absl::StatusCode::kNotFound:
+      return 4;
+    case absl::StatusCode::kDataLoss:
+      return 5;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return 6;
+    default:
+      return 1;
+  }
+}
+
+// `orca model pull URI DIR`; returns the exit code (errors printed on stderr).
+int Pull(const Flags& f) {
+  if (f.positional().size() != 2) {
+    std::cerr << "orca model pull: expected URI and DIR\n" << kUsage;
+    return 2;
+  }
+  PullOptions o;
+  o.uri = f.positional()[0];
+  o.dir = f.positional()[1];
+  o.sha256 = f.GetString("sha256");
+  o.filter.include = SplitGlobs(f.GetString("include"));
+  o.filter.exclude = SplitGlobs(f.GetString("exclude"));
+  if (const char* e = std::getenv("HF_ENDPOINT"); e != nullptr && *e != '\0') o.endpoint = e;
+  if (const char* t = std::getenv("HF_TOKEN"); t != nullptr) {
+    o.token = std::string(absl::StripAsciiWhitespace(t));  // a Secret made with `echo`
+  }
+  // A private CA (an in-cluster mirror): the variables curl and OpenSSL read.
+  for (const char* var : {"CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') {
+      o.ca_file = v;
+      break;
+    }
+  }
+  if (f.IsSet("token-file")) {
+    auto t = ReadFile(f.GetString("token-file"));
+    if (!t.ok()) {
+      std::cerr << "orca model pull: --token-file: " << t.status().message() << "\n";
+      return 2;
+    }
+    o.token = std::string(absl::StripAsciiWhitespace(*t));
+  }
+  auto retries = f.GetInt("retries");
+  if (!retries.ok() || *retries < 0 || *retries > 100) {
+    std::cerr << "orca model pull: --retries must be 0..100\n";
+    return 2;
+  }
+  o.retry.attempts = static_cast<int>(*retries) + 1;
+  o.check = [](const std::string& dir) { return CheckServable(dir).status(); };
+  o.log = &std::cerr;
+  absl::StatusOr<PullResult> r = PullModel(o);
+  if (!r.ok()) {
+    std::cerr << "orca model pull: " << r.status().message() << "\n";
+    return PullExitCode(r.status());
+  }
+  if (r->already_present) {
+    std::cerr << "orca model pull: " << o.dir << " already holds " << o.uri << " (" << r->commit
+              << ")\n";
+  } else {
+    std::cerr << "orca model pull: " << o.uri << " (" << r->commit << ") installed at " << o.dir
+              << ": " << r->files << " files, " << PullProgress::Bytes(r->bytes) << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunModelCommand(int argc, char** argv) {
@@ -116,6 +221,11 @@ int RunModelCommand(int argc, char** argv) {
       .Add("vocab", "", "override the vocabulary size")
       .Add("hidden", "", "override the hidden size")
       .Add("context", "", "override the context length")
+      .Add("sha256", "", "pull: the archive's expected SHA-256")
+      .Add("include", "", "pull: comma-separated globs of the hub files to fetch")
+      .Add("exclude", "", "pull: comma-separated globs of the hub files to skip")
+      .Add("token-file", "", "pull: read the hub token from this file (else $HF_TOKEN)")
+      .Add("retries", "5", "pull: retries per file after a network failure")
       .Add("help", "", "show help", true);
   if (auto s = f.Parse(argc, argv, 1); !s.ok()) {
     std::cerr << "orca model: " << s.message() << "\n" << kUsage;
@@ -134,6 +244,8 @@ int RunModelCommand(int argc, char** argv) {
     status = Inspect(f.positional()[0], f.GetBool("tensors"));
   } else if (sub == "random") {
     status = Random(f);
+  } else if (sub == "pull") {
+    return Pull(f);
   } else {
     std::cerr << "orca model: unknown subcommand '" << sub << "'\n" << kUsage;
     return 2;

@@ -2,10 +2,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <string>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -41,6 +45,24 @@ void OnSignal(int) {
   if (g_stop.exchange(true)) _exit(1);
 }
 
+// Returns whether SIGTERM or SIGINT has been sent to this process and no thread has
+// taken it yet: the kernel keeps a process-directed signal in the shared pending set
+// (/proc/self/status, ShdPnd) from kill(2) until a thread runs its handler, which may be
+// milliseconds later on a busy machine. Admission checks this too, so a request that
+// arrives the instant after the signal was sent is refused like every later one.
+bool StopSignalPending() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("ShdPnd:", 0) != 0) continue;
+    const uint64_t pending = std::strtoull(line.c_str() + 7, nullptr, 16);
+    return (pending & ((uint64_t{1} << (SIGTERM - 1)) | (uint64_t{1} << (SIGINT - 1)))) != 0;
+  }
+  return false;
+}
+
+bool StopRequested() { return g_stop.load() || StopSignalPending(); }
+
 // Exits the process (status 1, logged) if it is still running `deadline` from now: the
 // last resort when a part does not stop (an executor waiting on a hung worker, a
 // connection that never ends). Workers die with this process (PR_SET_PDEATHSIG).
@@ -53,18 +75,56 @@ void ExitIfStillRunningAfter(absl::Duration deadline) {
   }).detach();
 }
 
-// Shuts serving down in the order that lets every part finish: stop admitting on every
-// transport; stop the engine, which fails the open requests with Unavailable (HTTP 503,
-// gRPC UNAVAILABLE: retriable), so that their handlers return; then close the transports
-// (which wait for their handlers). Stopping the transports first would wait for every
-// open request to generate to its end.
-// `deadline`: server.shutdown_timeout_s, within Kubernetes' grace period.
-void Shutdown(Engine& engine, HttpServer& http, GrpcServer* grpc, absl::Duration deadline) {
+// The share of server.shutdown_timeout_s kept for closing after the drain (stopping the
+// engine, failing what is left, closing the transports): a quarter, 0.5 to 3 s.
+absl::Duration CloseReserve(absl::Duration timeout) {
+  return std::clamp(timeout / 4, absl::Milliseconds(500), absl::Seconds(3));
+}
+
+// Drains and shuts serving down (docs/serving.md, "Shutdown and drain"), in the order
+// that lets every part finish:
+//   1. stop admitting on every transport: /ready answers 503 so the Service stops routing
+//      here, new requests get 503 + Retry-After (gRPC UNAVAILABLE), the listeners stay
+//      open so clients see that rather than a refused connection;
+//   2. let the admitted requests (streamed or not) run to completion, until `timeout`
+//      less a closing reserve;
+//   3. stop the engine, which fails what is left with Unavailable (HTTP 503, an SSE error
+//      event, gRPC UNAVAILABLE: retriable), so that their handlers return;
+//   4. close the transports (which wait for their handlers).
+// Closing the transports before stopping the engine would wait for every open request
+// to generate to its end. The process exits (status 1) if all this outlasts `timeout`,
+// server.shutdown_timeout_s, which the pod's grace period must exceed.
+void Shutdown(Engine& engine, HttpServer& http, GrpcServer* grpc, absl::Duration timeout) {
   const absl::Time start = absl::Now();
-  ExitIfStillRunningAfter(deadline);
-  ORCA_LOG(INFO) << "shutting down: no new requests; open requests fail (retriable)";
+  ExitIfStillRunningAfter(timeout);
   http.BeginShutdown();
   if (grpc != nullptr) grpc->BeginShutdown();
+  auto open = [&] { return http.open_requests() + (grpc != nullptr ? grpc->open_requests() : 0); };
+  const absl::Time drain_deadline = start + timeout - CloseReserve(timeout);
+  ORCA_LOG(INFO) << "draining: /ready answers 503 and new requests are refused (503, "
+                    "retriable); "
+                 << open() << " open request(s) may finish within "
+                 << absl::FormatDuration(drain_deadline - start) << " (server.shutdown_timeout_s "
+                 << absl::FormatDuration(timeout) << ")";
+  absl::Time next_report = start + absl::Seconds(2);
+  while (open() > 0 && absl::Now() < drain_deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+    if (absl::Now() >= next_report) {
+      next_report += absl::Seconds(2);
+      ORCA_LOG(INFO) << "draining: " << open() << " open request(s), "
+                     << absl::FormatDuration(
+                            absl::Trunc(drain_deadline - absl::Now(), absl::Milliseconds(100)))
+                     << " left";
+    }
+  }
+  if (const int left = open(); left == 0) {
+    ORCA_LOG(INFO) << "drained: every admitted request finished, in "
+                   << absl::FormatDuration(absl::Now() - start);
+  } else {
+    ORCA_LOG(WARNING) << "drain deadline reached with " << left
+                      << " open request(s); failing them (retriable: 503, an SSE error event, "
+                         "gRPC UNAVAILABLE)";
+  }
   engine.Stop();
   if (grpc != nullptr) grpc->Stop();
   http.Stop();
@@ -179,11 +239,20 @@ absl::Status Serve(const EngineConfig& config, Role role) {
   std::shared_ptr<ChatTemplate> tmpl = std::move(*chat_template);
   so.render_chat = [tmpl](const nlohmann::ordered_json& ctx) { return tmpl->Render(ctx); };
   so.max_body_bytes = static_cast<size_t>(config.server.max_body_bytes);
-  auto metrics = std::make_shared<ServingMetrics>(so.served_model_name);
+  const SchedulerOptions& sched = config.scheduler;
+  KvCacheInfo cache;
+  cache.block_size = engine->kv_block_size();
+  cache.num_blocks = engine->num_kv_blocks();
+  cache.dtype = "float32";  // the only KV element type today
+  cache.prefix_caching =
+      sched.prefix_caching && sched.kv_policy == KvPolicy::kPaged && !IsRequestLevel(sched.policy);
+  auto metrics = std::make_shared<ServingMetrics>(so.served_model_name, cache);
   engine->SetObserver(metrics.get());
   Engine* e = engine.get();
   so.metrics_text = [metrics, e] { return metrics->Scrape(*e, e->ready()); };
   so.ready = [e] { return e->ready(); };
+  // Admission stops the moment a signal is sent, not at the next poll below.
+  so.draining = [] { return StopRequested(); };
   ORCA_ASSIGN_OR_RETURN(auto http, HttpServer::Create(e, so));
   engine->Start();
   ORCA_RETURN_IF_ERROR(http->Start());
@@ -193,6 +262,7 @@ absl::Status Serve(const EngineConfig& config, Role role) {
     go.address = absl::StrCat(so.host, ":", config.server.grpc_port);
     go.served_model_name = so.served_model_name;
     go.ready = so.ready;
+    go.draining = so.draining;
     go.api_key = so.api_key;  // one key, one check (Authenticator) for every transport
     ORCA_ASSIGN_OR_RETURN(grpc, GrpcServer::Start(e, go));
     std::cout << "orca: gRPC on " << so.host << ":" << grpc->port() << std::endl;

@@ -5,6 +5,16 @@
 // settings (model, dtype, device, memory fraction, threads) come from engine.yaml
 // (--config) and flags, as for every role (engine/config). $ORCA_POD_NAME, where set,
 // names the ranks in the scheduler's logs.
+//
+// Lifecycle (docs/distributed.md, "Worker lifecycle"): /health and /ready follow
+// WorkerHealth (engine/worker/worker_health.h): live while its ranks make progress
+// (in a group, or waiting for one within worker.join_timeout_s; no plan executing longer
+// than parallelism.rank_deadline_s), ready while every rank serves a group. A rank
+// without a group for worker.join_timeout_s makes the process exit 1 naming the
+// scheduler it dialed. On SIGTERM ranks in a group go on executing plans until the
+// scheduler ends the group (it drains first) or server.shutdown_timeout_s plus 10 s
+// passes; ranks without one stop at once; then the process exits 0. A second signal
+// stops at once.
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +26,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "engine/cli/commands.h"
 #include "engine/common/cpu_limit.h"
 #include "engine/common/log.h"
@@ -23,13 +35,28 @@
 #include "engine/config/config_loader.h"
 #include "engine/metrics/metrics.h"
 #include "engine/worker/worker.h"
+#include "engine/worker/worker_health.h"
 #include "httplib.h"
 
 namespace orca {
 namespace {
 
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
+// SIGTERM / SIGINT received so far: the first drains, the second stops at once.
+std::atomic<int> g_signals{0};
+void OnSignal(int) { ++g_signals; }
+
+// After SIGTERM a worker in a group waits for the scheduler to end it: the scheduler's
+// drain (server.shutdown_timeout_s) plus this, which covers the scheduler's preStop wait
+// (when a deletion signals the workers at once and the scheduler after its hook) and
+// its closing. The workers' grace period must exceed both.
+constexpr absl::Duration kDrainMargin = absl::Seconds(10);
+constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
+
+std::vector<RankProgress> Progress(const std::vector<std::unique_ptr<WorkerRank>>& ranks) {
+  std::vector<RankProgress> out;
+  for (const auto& r : ranks) out.push_back(r->progress());
+  return out;
+}
 
 std::string DefaultHost() {
   if (const char* ip = std::getenv("ORCA_POD_IP"); ip != nullptr && *ip) return ip;
@@ -43,8 +70,14 @@ std::string DefaultHost() {
 class WorkerMetrics {
  public:
   WorkerMetrics(const std::vector<std::unique_ptr<WorkerRank>>& ranks,
-                const std::vector<int32_t>& tp_ranks, int32_t stage)
-      : ranks_(ranks) {
+                const std::vector<int32_t>& tp_ranks, int32_t stage,
+                const std::atomic<bool>* draining)
+      : ranks_(ranks), draining_(draining) {
+    draining_gauge_ = &metrics::BuildGauge()
+                           .Name("orca_worker_draining")
+                           .Help("1 once the worker got SIGTERM and finishes its group's plans.")
+                           .Register(registry_)
+                           .Add({});
     auto& ready = metrics::BuildGauge()
                       .Name("orca_worker_ready")
                       .Help("1 while the rank is initialised and serving plans.")
@@ -67,12 +100,15 @@ class WorkerMetrics {
       const double done = static_cast<double>(ranks_[i]->iterations());
       if (done > iterations_[i]->Value()) iterations_[i]->Increment(done - iterations_[i]->Value());
     }
+    draining_gauge_->Set(draining_->load() ? 1 : 0);
     return registry_.Serialize();
   }
 
  private:
   const std::vector<std::unique_ptr<WorkerRank>>& ranks_;
+  const std::atomic<bool>* draining_;
   metrics::Registry registry_;
+  metrics::Gauge* draining_gauge_ = nullptr;
   std::vector<metrics::Gauge*> ready_;
   std::vector<metrics::Counter*> iterations_;
 };
@@ -111,19 +147,33 @@ absl::Status RunWorker(const EngineConfig& config) {
   const int64_t metrics_port = place.metrics_port;
   const int32_t stage = place.stage;
 
-  WorkerMetrics worker_metrics(ranks, tp_ranks, base.stage);
+  HealthLimits limits;
+  limits.join_timeout = absl::Seconds(config.worker.join_timeout_s);
+  limits.plan_deadline = absl::Seconds(config.parallel.rank_deadline_s);
+  auto health = [&ranks, limits] {
+    return EvaluateWorkerHealth(Progress(ranks), absl::Now(), limits);
+  };
+  std::atomic<bool> draining{false};
+
+  WorkerMetrics worker_metrics(ranks, tp_ranks, base.stage, &draining);
   std::unique_ptr<httplib::Server> http;
   std::thread http_thread;
   if (metrics_port >= 0) {
     http = std::make_unique<httplib::Server>();
-    http->Get("/health", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("ok\n", "text/plain");
+    // One request a connection: an idle keep-alive connection (a scraper's) would hold
+    // the exit after SIGTERM for seconds.
+    http->set_keep_alive_max_count(1);
+    // Liveness: progress, not mere existence (a hung communicator answers 503).
+    http->Get("/health", [&health](const httplib::Request&, httplib::Response& res) {
+      const WorkerHealth h = health();
+      res.status = h.live ? 200 : 503;
+      res.set_content(h.live ? "ok\n" : absl::StrCat(h.reason, "\n"), "text/plain");
     });
-    http->Get("/ready", [&ranks](const httplib::Request&, httplib::Response& res) {
-      bool all = true;
-      for (const auto& r : ranks) all = all && r->ready();
-      res.status = all ? 200 : 503;
-      res.set_content(all ? "ready\n" : "not ready\n", "text/plain");
+    http->Get("/ready", [&health](const httplib::Request&, httplib::Response& res) {
+      const WorkerHealth h = health();
+      res.status = h.ready ? 200 : 503;
+      res.set_content(h.ready ? "ready\n" : absl::StrCat("not ready: ", h.reason, "\n"),
+                      "text/plain");
     });
     http->Get("/metrics", [&worker_metrics](const httplib::Request&, httplib::Response& res) {
       res.set_content(worker_metrics.Scrape(), metrics::kTextContentType);
@@ -136,24 +186,73 @@ absl::Status RunWorker(const EngineConfig& config) {
 
   std::vector<absl::Status> results(ranks.size());
   std::vector<std::thread> threads_run;
+  std::atomic<size_t> running{ranks.size()};
+  std::atomic<bool> failed{false};
+  signal(SIGINT, OnSignal);
+  signal(SIGTERM, OnSignal);
   for (size_t i = 0; i < ranks.size(); ++i) {
     threads_run.emplace_back([&, i] {
       results[i] = ranks[i]->Run();
-      if (!results[i].ok()) g_stop = true;  // a configuration error: the process exits
+      if (!results[i].ok()) failed = true;  // a configuration error: the process exits
+      --running;
     });
   }
   std::cout << "orca: worker stage " << stage << " tp rank(s)";
   for (int32_t t : tp_ranks) std::cout << " " << t;
   std::cout << " dialing " << base.scheduler << std::endl;
-  signal(SIGINT, OnSignal);
-  signal(SIGTERM, OnSignal);
-  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  absl::Status exit_status;
+  absl::Time drain_deadline = absl::InfiniteFuture();
+  while (running > 0 && !failed) {
+    std::this_thread::sleep_for(absl::ToChronoMilliseconds(kPollInterval));
+    if (!draining) {
+      const WorkerHealth h = health();
+      if (h.join_timed_out) {
+        std::string last;
+        for (const auto& r : ranks) {
+          if (last.empty()) last = r->last_error();
+        }
+        exit_status = absl::DeadlineExceededError(absl::StrCat(
+            h.reason, ": could not join the scheduler at ", base.scheduler,
+            last.empty() ? " (its control plane did not answer)" : absl::StrCat(" (", last, ")"),
+            "; exiting so that the worker is restarted (worker.join_timeout_s, --join-timeout)"));
+        break;
+      }
+    }
+    const int signals = g_signals.load();
+    if (signals >= 1 && !draining) {
+      draining = true;
+      const absl::Duration wait = absl::Seconds(config.server.shutdown_timeout_s) + kDrainMargin;
+      drain_deadline = absl::Now() + wait;
+      int in_group = 0;
+      for (const auto& r : ranks) in_group += r->progress().in_group ? 1 : 0;
+      ORCA_LOG(INFO) << "worker: draining: " << in_group << " of " << ranks.size()
+                     << " rank(s) in a group execute plans until the scheduler ends it (at most "
+                     << absl::FormatDuration(wait) << "); the others stop now";
+      for (auto& r : ranks) r->Drain();
+    }
+    if (signals >= 2) {
+      ORCA_LOG(WARNING) << "worker: a second signal; stopping now";
+      break;
+    }
+    if (absl::Now() > drain_deadline) {
+      ORCA_LOG(WARNING) << "worker: the scheduler did not end the group within "
+                        << absl::FormatDuration(absl::Seconds(config.server.shutdown_timeout_s) +
+                                                kDrainMargin)
+                        << " of SIGTERM; stopping now";
+      break;
+    }
+  }
   for (auto& r : ranks) r->Stop();
   for (auto& t : threads_run) t.join();
   if (http) {
     http->stop();
     http_thread.join();
   }
+  if (draining) {
+    ORCA_LOG(INFO) << "worker: drained; exiting";
+  }
+  ORCA_RETURN_IF_ERROR(exit_status);
   for (const absl::Status& s : results) ORCA_RETURN_IF_ERROR(s);
   return absl::OkStatus();
 }

@@ -241,10 +241,12 @@ std::vector<Setting> BuildSettings() {
   s.push_back(Int("parallelism.control_port", "control-port", &C::parallel,
                   &ParallelOptions::control_port, 0, kMaxPort, kServing,
                   "control-plane port workers dial (0 = any free port)"));
-  s.push_back(Double("parallelism.rank_deadline_s", "rank-deadline", &C::parallel,
-                     &ParallelOptions::rank_deadline_s, 0, 3600, kServing,
-                     "seconds a rank may stay silent (no heartbeat) before the group breaks "
-                     "and, under orca serve, the worker is restarted (0 = off)"));
+  s.push_back(
+      Double("parallelism.rank_deadline_s", "rank-deadline", &C::parallel,
+             &ParallelOptions::rank_deadline_s, 0, 3600, kServing | kWorker,
+             "seconds a rank may stay silent (no heartbeat) before the group breaks "
+             "and, under orca serve, the worker is restarted; a worker whose plan runs longer "
+             "reports itself unhealthy (0 = off)"));
   // server
   s.push_back(String("server.host", "host", &C::server, &ServerOptions::host, kServing,
                      "address the HTTP and gRPC APIs listen on"));
@@ -263,9 +265,10 @@ std::vector<Setting> BuildSettings() {
                   &ServerOptions::max_body_bytes, 1024, int64_t{1} << 30, kServing,
                   "largest request body accepted (413 beyond)"));
   s.push_back(Double("server.shutdown_timeout_s", "shutdown-timeout", &C::server,
-                     &ServerOptions::shutdown_timeout_s, 1, 3600, kServing,
+                     &ServerOptions::shutdown_timeout_s, 1, 3600, kServing | kWorker,
                      "seconds the shutdown after SIGTERM may take (draining, closing) before "
-                     "the process exits regardless; keep it under the pod's grace period"));
+                     "the process exits regardless; keep it under the pod's grace period (a worker "
+                     "waits this plus 10 s for its scheduler to end the group)"));
   // worker (per pod: the command line's, except the metrics port)
   s.push_back(String("worker.scheduler", "scheduler", &C::worker, &WorkerPlacement::scheduler,
                      kWorker, "the scheduler's control-plane address HOST:PORT (required)"));

@@ -95,6 +95,9 @@ class Engine {
   // Whether the executor can run plans (a serving group is complete). Thread-safe.
   bool ready() const { return executor_->ready(); }
   GroupStatus group_status() const { return executor_->group_status(); }
+  // The KV cache each rank holds, fixed at creation (the metrics' cache_config_info).
+  int32_t num_kv_blocks() const { return executor_->num_kv_blocks(); }
+  int32_t kv_block_size() const { return executor_->block_size(); }
   int32_t max_model_len() const { return scheduler_config_.max_model_len; }
   EngineSnapshot Snapshot() const;
   // Sets the metrics observer (call before Start).

@@ -51,12 +51,18 @@ absl::StatusOr<GenerationService::Started> GenerationService::Start(const OpenAi
                          "'echo' together with 'logprobs' (prompt logprobs) is not supported yet"),
                      "echo");
   }
+  if (draining()) {
+    return absl::UnavailableError(
+        "The server is shutting down; retry the request (on another replica).");
+  }
   if (options_.ready && !options_.ready()) {
     return absl::UnavailableError("the serving group is not ready; retry shortly");
   }
   const Tokenizer& tok = engine_->tokenizer();
   std::vector<std::vector<int32_t>> prompts;
   Started started;
+  ++*open_;
+  started.open = std::shared_ptr<void>(nullptr, [open = open_](void*) { --*open; });
   if (r.chat) {
     ORCA_ASSIGN_OR_RETURN(std::string text,
                           RenderChat(r.messages, r.add_generation_prompt, r.chat_template_kwargs));

@@ -4,9 +4,12 @@
 // prompts through the chat template, tokenizes, fills max_tokens from the context for
 // chat, derives each choice's seed, and submits n choices per prompt (prompt-major);
 // when one submission fails, the ones before it are aborted. The transports only parse,
-// call Start and stream the events back. Thread-safe (the engine is).
+// call Start and stream the events back. It also counts the requests it started that
+// are still open (their Started alive), for the drain on SIGTERM, and refuses new ones
+// once StopAdmitting() was called. Thread-safe (the engine is).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,21 +30,35 @@ class GenerationService {
     std::function<bool()> ready;  // default: always
     // Renders a chat-template context to the prompt text (chat requests only).
     std::function<absl::StatusOr<std::string>(const nlohmann::ordered_json&)> render_chat;
+    // Returns true once the server drains (a signal arrived): Start then refuses as after
+    // StopAdmitting(). Default: never. Read on every Start, so it may be a flag a signal
+    // handler sets.
+    std::function<bool()> draining;
   };
   // `engine` must outlive the service.
   GenerationService(Engine* engine, Options options)
       : engine_(engine), options_(std::move(options)) {}
 
-  // A started request: one stream per choice, and each prompt's text for `echo`.
+  // A started request: one stream per choice, and each prompt's text for `echo`. It
+  // counts as open (open_requests()) until it and its moved-from copies are destroyed:
+  // keep it (or `open`) until the answer is written.
   struct Started {
     std::vector<std::shared_ptr<RequestStream>> streams;
     std::vector<std::string> echo_text;  // per prompt (completions)
+    std::shared_ptr<void> open;          // releases the count when the last copy goes
   };
   // Starts `r`. NotFound (param "model") for another model, Unavailable while the group is
-  // not ready, InvalidArgument for what can never run (param "messages" / "prompt"; a
-  // context-length error carries kContextLengthPayload), ResourceExhausted when the queue
-  // is full.
+  // not ready or after StopAdmitting(), InvalidArgument for what can never run (param
+  // "messages" / "prompt"; a context-length error carries kContextLengthPayload),
+  // ResourceExhausted when the queue is full.
   absl::StatusOr<Started> Start(const OpenAiRequest& r);
+  // From now on Start fails with Unavailable (retriable): the server is shutting down.
+  // Requests already started go on.
+  void StopAdmitting() { admitting_ = false; }
+  // Returns whether Start refuses new requests (StopAdmitting, or Options::draining).
+  bool draining() const { return !admitting_ || (options_.draining && options_.draining()); }
+  // Returns how many started requests are still open (see Started).
+  int open_requests() const { return open_->load(); }
   // Aborts every choice of `started` (its client went away).
   void Abort(const Started& started);
 
@@ -57,6 +74,9 @@ class GenerationService {
  private:
   Engine* engine_;
   Options options_;
+  std::atomic<bool> admitting_{true};
+  // Shared with every Started's `open`, so a request may outlive the service.
+  std::shared_ptr<std::atomic<int>> open_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace orca

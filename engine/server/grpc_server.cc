@@ -80,10 +80,11 @@ class GrpcServer::Service final : public v1::Inference::Service {
       : engine_(engine),
         options_(std::move(options)),
         authenticator_(options_.api_key),
-        service_(engine,
-                 GenerationService::Options{options_.served_model_name, options_.ready, nullptr}) {}
+        service_(engine, GenerationService::Options{options_.served_model_name, options_.ready,
+                                                    nullptr, options_.draining}) {}
 
-  void BeginShutdown() { shutting_down_ = true; }
+  void BeginShutdown() { service_.StopAdmitting(); }
+  int open_requests() const { return service_.open_requests(); }
 
   // Every method starts with Admit: authentication, then whether the server still admits.
   grpc::Status Admit(const grpc::ServerContext& context) const {
@@ -93,7 +94,7 @@ class GrpcServer::Service final : public v1::Inference::Service {
       authorization = absl::string_view(it->second.data(), it->second.size());
     }
     if (absl::Status s = authenticator_.Check(authorization); !s.ok()) return ToGrpc(s);
-    if (shutting_down_) {
+    if (service_.draining()) {
       return ToGrpc(absl::UnavailableError("the server is shutting down; retry the call"));
     }
     return grpc::Status::OK;
@@ -158,7 +159,6 @@ class GrpcServer::Service final : public v1::Inference::Service {
   Engine* engine_;
   GrpcServerOptions options_;
   Authenticator authenticator_;
-  std::atomic<bool> shutting_down_{false};
   GenerationService service_;
 };
 
@@ -184,6 +184,8 @@ GrpcServer::~GrpcServer() { Stop(); }
 void GrpcServer::BeginShutdown() {
   if (service_) service_->BeginShutdown();
 }
+
+int GrpcServer::open_requests() const { return service_ ? service_->open_requests() : 0; }
 
 void GrpcServer::Stop() {
   if (server_) {

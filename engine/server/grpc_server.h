@@ -4,8 +4,9 @@
 // A cancelled call aborts its request. With an api_key every call must carry the metadata
 // `authorization: Bearer <key>` (the HTTP API's Authenticator decides, one check for
 // both transports); otherwise it fails UNAUTHENTICATED before anything is parsed.
-// Shutdown as HttpServer's: BeginShutdown() (new calls UNAVAILABLE), stop the engine
-// (open calls fail UNAVAILABLE, retriable), then Stop().
+// Shutdown as HttpServer's: BeginShutdown() (new calls UNAVAILABLE, open ones go on),
+// wait for open_requests() to reach 0 (the drain), stop the engine (what is left fails
+// UNAVAILABLE, retriable), then Stop().
 // Thread-safe; Start() returns once bound.
 #pragma once
 
@@ -27,6 +28,8 @@ struct GrpcServerOptions {
   std::string served_model_name;
   std::function<bool()> ready;
   std::string api_key;  // empty: no authentication
+  // Returns true once the server drains: new calls fail as after BeginShutdown().
+  std::function<bool()> draining;
 };
 
 class GrpcServer {
@@ -34,8 +37,11 @@ class GrpcServer {
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(Engine* engine,
                                                            GrpcServerOptions options);
   ~GrpcServer();
-  // Fails every call that starts from now on with UNAVAILABLE (retriable). Does not wait.
+  // Fails every call that starts from now on with UNAVAILABLE (retriable); calls already
+  // admitted go on. Does not wait.
   void BeginShutdown();
+  // Returns how many admitted calls have not ended yet.
+  int open_requests() const;
   // Stops serving: waits up to 2 s for open calls, then cancels them.
   void Stop();
   int port() const { return port_; }

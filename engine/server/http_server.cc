@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <random>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -74,6 +75,7 @@ struct Generation {
   bool include_usage = false;
   absl::Status error;  // the first choice's failure
   Engine* engine = nullptr;
+  std::shared_ptr<void> open;  // counts the request as open until the answer is written
 
   void AbortAll() {
     for (size_t i = 0; i < streams.size(); ++i) {
@@ -170,7 +172,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine,
   }
   s->service_ = std::make_unique<GenerationService>(
       engine, GenerationService::Options{s->options_.served_model_name, s->options_.ready,
-                                         s->options_.render_chat});
+                                         s->options_.render_chat, s->options_.draining});
   s->authenticator_ = Authenticator(s->options_.api_key);
   HttpListenerOptions lo;
   lo.worker_threads = s->options_.num_threads;
@@ -241,14 +243,18 @@ absl::Status HttpServer::Start() {
 }
 
 void HttpServer::BeginShutdown() {
-  if (shutting_down_.exchange(true)) return;
-  // Closes the listening socket (new connections are refused) without waiting; idle
-  // keep-alive connections end, busy ones after their current request.
-  if (server_) server_->stop();
+  // The listener stays open while the server drains: probes see /ready 503 and clients
+  // that still route here get a retriable 503 rather than a refused connection.
+  if (service_) service_->StopAdmitting();
 }
+
+int HttpServer::open_requests() const { return service_ ? service_->open_requests() : 0; }
 
 void HttpServer::Stop() {
   BeginShutdown();
+  // Closes the listening socket (new connections are refused); idle keep-alive
+  // connections end, busy ones after their current request.
+  if (server_ && !std::exchange(stopped_, true)) server_->stop();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -259,7 +265,7 @@ void HttpServer::Routes() {
   srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const std::string& p = req.path;
     const bool probe = p == "/health" || p == "/ready" || p == "/metrics" || p == "/version";
-    if (shutting_down_ && !probe) {
+    if (!probe && service_->draining()) {
       SendError(res, FromStatus(absl::UnavailableError(
                          "The server is shutting down; retry the request (on another replica).")));
       res.set_header("Connection", "close");
@@ -305,7 +311,7 @@ void HttpServer::Routes() {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
   srv.Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
-    bool ready = !shutting_down_ && (!options_.ready || options_.ready());
+    bool ready = !service_->draining() && (!options_.ready || options_.ready());
     res.status = ready ? 200 : 503;
     res.set_content(ready ? R"({"status":"ready"})" : R"({"status":"not ready"})",
                     "application/json");
@@ -400,6 +406,7 @@ void HttpServer::Routes() {
       gen->ctx.tokenizer = &engine_->tokenizer();
       gen->include_usage = r.include_usage;
       gen->streams = std::move(started->streams);
+      gen->open = std::move(started->open);
       for (size_t k = 0; k < gen->streams.size(); ++k) {
         const size_t prompt = k / static_cast<size_t>(r.n);
         ChoiceState c;

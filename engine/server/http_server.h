@@ -19,9 +19,11 @@
 // endpoint but the probes (/health, /ready, /metrics, /version) asks the Authenticator
 // (engine/server/authenticator.h) and answers 401 without the key.
 //
-// Shutdown: BeginShutdown() stops accepting and answers new requests 503; then the
-// engine is stopped (which fails the open requests, retriably, so their handlers
-// return); then Stop() joins the connection threads.
+// Shutdown (the drain on SIGTERM, docs/serving.md): BeginShutdown() answers /ready and
+// every new request 503 (retriable, Retry-After) while the listener stays open and the
+// admitted requests go on; open_requests() tells when they are done. Then the engine is
+// stopped (which fails what is left, retriably, so the handlers return); then Stop()
+// closes the listener and joins the connection threads.
 // Thread-safe; Start() returns once the socket is bound.
 #pragma once
 
@@ -68,6 +70,9 @@ struct HttpServerOptions {
   std::function<std::string()> metrics_text;
   // Returns whether the serving group is ready (DESIGN section 4); default: always.
   std::function<bool()> ready;
+  // Returns true once the server drains (e.g. a flag the SIGTERM handler sets): from then
+  // on the server answers as after BeginShutdown(), at once. Default: never.
+  std::function<bool()> draining;
 };
 
 class HttpServer {
@@ -79,10 +84,13 @@ class HttpServer {
 
   // Binds and starts serving on a background thread.
   absl::Status Start();
-  // Stops accepting connections and admitting requests: from now on a request answers
-  // 503 (retriable, Retry-After) and /ready 503. Requests already admitted go on until
-  // they finish or the engine fails them. Does not wait.
+  // Stops admitting requests: from now on a request answers 503 (retriable,
+  // Retry-After, an OpenAI error object) and /ready 503; connections are still accepted.
+  // Requests already admitted go on until they finish or the engine fails them. Does not
+  // wait.
   void BeginShutdown();
+  // Returns how many admitted requests have not been answered to the end yet.
+  int open_requests() const;
   // Stops accepting and waits for the listener and every connection thread to finish
   // (a request being generated finishes first: stop the engine before, see above).
   void Stop();
@@ -97,7 +105,7 @@ class HttpServer {
   Engine* engine_ = nullptr;
   HttpServerOptions options_;
   Authenticator authenticator_{""};
-  std::atomic<bool> shutting_down_{false};
+  bool stopped_ = false;  // Stop() closed the listener
   std::unique_ptr<GenerationService> service_;
   std::unique_ptr<HttpListener> server_;
   std::thread thread_;

@@ -1,8 +1,28 @@
 #include "engine/server/serving_metrics.h"
 
-namespace orca {
+#include "absl/strings/str_cat.h"
 
-ServingMetrics::ServingMetrics(const std::string& model_name) {
+namespace orca {
+namespace {
+
+// The index into finished_ of a finish reason (kNone counts as stop, as before).
+int FinishedIndex(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength:
+      return 1;
+    case FinishReason::kAbort:
+      return 2;
+    case FinishReason::kError:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+ServingMetrics::ServingMetrics(const std::string& model_name,
+                               const std::optional<KvCacheInfo>& cache) {
   using namespace metrics;  // NOLINT(build/namespaces): builder DSL
   const Labels model = {{"model_name", model_name}};
   auto gauge = [&](const char* name, const char* help) {
@@ -17,9 +37,9 @@ ServingMetrics::ServingMetrics(const std::string& model_name) {
   };
   const BucketBoundaries latency = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
                                     0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
-  running_ = gauge("orca_num_requests_running", "Requests in the running batch set.");
-  waiting_ = gauge("orca_num_requests_waiting", "Requests waiting to be admitted.");
-  kv_usage_ = gauge("orca_kv_cache_usage_perc", "Fraction of KV cache blocks in use (0 to 1).");
+  running_ = {gauge("orca_num_requests_running", "Requests in the running batch set.")};
+  waiting_ = {gauge("orca_num_requests_waiting", "Requests waiting to be admitted.")};
+  kv_usage_ = {gauge("orca_kv_cache_usage_perc", "Fraction of KV cache blocks in use (0 to 1).")};
   preemptions_ = counter("orca_num_preemptions_total",
                          "Requests preempted for KV cache space (recomputed later).");
   prompt_tokens_ = counter("orca_prompt_tokens_total", "Prompt tokens of finished requests.");
@@ -27,13 +47,13 @@ ServingMetrics::ServingMetrics(const std::string& model_name) {
       counter("orca_generation_tokens_total", "Tokens generated, counted as they are produced.");
   prefix_hits_ =
       counter("orca_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache.");
-  success_ = &BuildCounter()
-                  .Name("orca_request_success_total")
-                  .Help("Finished requests by finish reason.")
-                  .Labels(model)
-                  .Register(registry_);
-  for (const char* r : {"stop", "length", "abort", "error"})
-    success_->Add({{"finished_reason", r}});
+  Family<Counter>& success = BuildCounter()
+                                 .Name("orca_request_success_total")
+                                 .Help("Finished requests by finish reason.")
+                                 .Labels(model)
+                                 .Register(registry_);
+  const char* const reasons[] = {"stop", "length", "abort", "error"};  // FinishedIndex order
+  for (int i = 0; i < 4; ++i) finished_[i] = &success.Add({{"finished_reason", reasons[i]}});
   ttft_ = histogram("orca_time_to_first_token_seconds", "Time from arrival to the first token.",
                     latency);
   itl_ = histogram("orca_inter_token_latency_seconds",
@@ -63,29 +83,61 @@ ServingMetrics::ServingMetrics(const std::string& model_name) {
   breaks_ = counter("orca_group_breaks_total",
                     "Times the serving group broke (a rank lost); its running requests failed "
                     "with retriable errors.");
+
+  // The model server protocol of the Gateway API Inference Extension: the series an
+  // endpoint picker scrapes, under vLLM's names. Each is one more name for a value above
+  // (SetAll), never a second count.
+  running_.push_back(gauge("vllm:num_requests_running",
+                           "Requests in the running batch set (orca_num_requests_running)."));
+  waiting_.push_back(gauge("vllm:num_requests_waiting",
+                           "Requests waiting to be admitted (orca_num_requests_waiting)."));
+  kv_usage_.push_back(
+      gauge("vllm:kv_cache_usage_perc",
+            "Fraction of KV cache blocks in use, 0 to 1 (orca_kv_cache_usage_perc)."));
+  kv_usage_.push_back(gauge("vllm:gpu_cache_usage_perc",
+                            "Fraction of KV cache blocks in use, 0 to 1 (orca_kv_cache_usage_perc; "
+                            "the name older endpoint pickers read)."));
+  if (cache.has_value()) {
+    // An info gauge as vLLM exposes its CacheConfig: value 1, the configuration as
+    // labels (an EPP reads block_size and num_gpu_blocks).
+    BuildGauge()
+        .Name("vllm:cache_config_info")
+        .Help("Information of the KV cache configuration (value 1; the labels carry it).")
+        .Labels(model)
+        .Register(registry_)
+        .Add({{"block_size", absl::StrCat(cache->block_size)},
+              {"num_gpu_blocks", absl::StrCat(cache->num_blocks)},
+              {"cache_dtype", cache->dtype},
+              {"enable_prefix_caching", cache->prefix_caching ? "True" : "False"},
+              {"engine", "0"}})
+        .Set(1);
+  }
+}
+
+void ServingMetrics::SetAll(const GaugeNames& gauges, double value) {
+  for (metrics::Gauge* g : gauges) g->Set(value);
 }
 
 std::string ServingMetrics::Scrape(const Engine& engine, bool ready) {
-  EngineSnapshot s = engine.Snapshot();
-  running_->Set(s.num_running);
-  waiting_->Set(s.num_waiting);
-  kv_usage_->Set(s.kv_cache_usage);
+  absl::MutexLock lock(&scrape_mu_);
+  const EngineSnapshot s = engine.Snapshot();  // a copy under the engine's lock
+  SetAll(running_, s.num_running);
+  SetAll(waiting_, s.num_waiting);
+  SetAll(kv_usage_, s.kv_cache_usage);
   ready_->Set(ready ? 1 : 0);
   const GroupStatus g = engine.group_status();
   world_size_->Set(g.world_size);
   ranks_joined_->Set(g.ranks_joined);
   generation_->Set(static_cast<double>(g.generation));
-  const uint64_t seen = seen_breaks_.exchange(g.breaks);
-  if (g.breaks > seen) breaks_->Increment(static_cast<double>(g.breaks - seen));
-  int64_t prev = seen_preemptions_.exchange(s.num_preemptions);
-  if (s.num_preemptions > prev)
-    preemptions_->Increment(static_cast<double>(s.num_preemptions - prev));
-  prev = seen_generated_.exchange(s.generated_tokens);
-  if (s.generated_tokens > prev)
-    generation_tokens_->Increment(static_cast<double>(s.generated_tokens - prev));
-  prev = seen_prefix_hits_.exchange(s.prefix_cache_hit_tokens);
-  if (s.prefix_cache_hit_tokens > prev)
-    prefix_hits_->Increment(static_cast<double>(s.prefix_cache_hit_tokens - prev));
+  // The engine's totals become counters by their growth since the last scrape.
+  auto advance = [](auto total, auto& seen, metrics::Counter* counter) {
+    if (total > seen) counter->Increment(static_cast<double>(total - seen));
+    seen = total;
+  };
+  advance(g.breaks, seen_breaks_, breaks_);
+  advance(s.num_preemptions, seen_preemptions_, preemptions_);
+  advance(s.generated_tokens, seen_generated_, generation_tokens_);
+  advance(s.prefix_cache_hit_tokens, seen_prefix_hits_, prefix_hits_);
   return registry_.Serialize();
 }
 
@@ -109,11 +161,7 @@ void ServingMetrics::OnFinished(FinishReason reason, int32_t prompt_tokens,
                                 int32_t /*completion_tokens: counted as generated*/, double e2e_s) {
   prompt_tokens_->Increment(prompt_tokens);
   e2e_->Observe(e2e_s);
-  const char* r = reason == FinishReason::kLength  ? "length"
-                  : reason == FinishReason::kAbort ? "abort"
-                  : reason == FinishReason::kError ? "error"
-                                                   : "stop";
-  success_->Add({{"finished_reason", r}}).Increment();
+  finished_[FinishedIndex(reason)]->Increment();
 }
 
 }  // namespace orca

@@ -3,24 +3,50 @@
 // Engine (EngineObserver: called on the iteration thread) and refreshes gauges from an
 // EngineSnapshot when scraped; the engine's running totals (preemptions, prefix-cache
 // hits, generated tokens: counted as each token is sampled, not when its request ends)
-// become counters there too. Thread-safe.
+// become counters there too.
+//
+// Beside orca's own series it exposes those a Gateway API Inference Extension endpoint
+// picker (EPP) reads from a model server, under vLLM's names (the "model server
+// protocol", docs/serving.md): vllm:num_requests_waiting, vllm:num_requests_running,
+// vllm:kv_cache_usage_perc and its older name vllm:gpu_cache_usage_perc, each set from
+// the same snapshot value as its orca_ twin in the same scrape, and the info gauge
+// vllm:cache_config_info (value 1, the KV cache configuration as labels).
+//
+// Thread-safe. Scrapes are serialized among themselves (so one page shows one snapshot
+// under both names). Under a lock the iteration thread also takes, a scrape only copies
+// (the engine's snapshot, a histogram's buckets), and the observer callbacks take no
+// lock a scrape holds while rendering, so scraping never stalls the engine loop.
 #pragma once
 
-#include <atomic>
-#include <functional>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "engine/core/engine.h"
 #include "engine/metrics/metrics.h"
 
 namespace orca {
 
+// The KV cache's fixed configuration, exposed as vllm:cache_config_info.
+struct KvCacheInfo {
+  int32_t block_size = 0;  // tokens per block
+  int32_t num_blocks = 0;  // blocks per rank: vLLM's num_gpu_blocks
+  std::string dtype;       // element type of the cached keys and values, e.g. "float32"
+  bool prefix_caching = false;
+};
+
 class ServingMetrics : public EngineObserver {
  public:
-  explicit ServingMetrics(const std::string& model_name);
+  // Registers every family for `model_name`. Without `cache`, vllm:cache_config_info is
+  // left out (an EPP then does without the block size it reads from it).
+  explicit ServingMetrics(const std::string& model_name,
+                          const std::optional<KvCacheInfo>& cache = std::nullopt);
 
   // Returns the exposition text; refreshes the gauges from `engine` and `ready` first.
-  std::string Scrape(const Engine& engine, bool ready);
+  std::string Scrape(const Engine& engine, bool ready) ABSL_LOCKS_EXCLUDED(scrape_mu_);
 
   void OnIteration(double duration_s, double scheduler_overhead_s, int32_t batch_size,
                    int32_t num_tokens, int32_t inflight) override;
@@ -30,15 +56,21 @@ class ServingMetrics : public EngineObserver {
                   double e2e_s) override;
 
  private:
+  // Gauges that show one value under several names: orca's first, then vLLM's.
+  using GaugeNames = std::vector<metrics::Gauge*>;
+  static void SetAll(const GaugeNames& gauges, double value);
+
   metrics::Registry registry_;
-  metrics::Gauge* running_;
-  metrics::Gauge* waiting_;
-  metrics::Gauge* kv_usage_;
+  GaugeNames running_;
+  GaugeNames waiting_;
+  GaugeNames kv_usage_;
   metrics::Counter* preemptions_;
   metrics::Counter* prompt_tokens_;
   metrics::Counter* generation_tokens_;
   metrics::Counter* prefix_hits_;
-  metrics::Family<metrics::Counter>* success_;
+  // orca_request_success_total by finished_reason: stop, length, abort, error (looked
+  // up once, so the iteration thread never takes the family's lock).
+  metrics::Counter* finished_[4];
   metrics::Histogram* ttft_;
   metrics::Histogram* itl_;
   metrics::Histogram* e2e_;
@@ -53,10 +85,12 @@ class ServingMetrics : public EngineObserver {
   metrics::Gauge* ranks_joined_;
   metrics::Gauge* generation_;
   metrics::Counter* breaks_;
-  std::atomic<uint64_t> seen_breaks_{0};
-  std::atomic<int64_t> seen_preemptions_{0};
-  std::atomic<int64_t> seen_prefix_hits_{0};
-  std::atomic<int64_t> seen_generated_{0};
+
+  absl::Mutex scrape_mu_;
+  uint64_t seen_breaks_ ABSL_GUARDED_BY(scrape_mu_) = 0;
+  int64_t seen_preemptions_ ABSL_GUARDED_BY(scrape_mu_) = 0;
+  int64_t seen_prefix_hits_ ABSL_GUARDED_BY(scrape_mu_) = 0;
+  int64_t seen_generated_ ABSL_GUARDED_BY(scrape_mu_) = 0;
 };
 
 }  // namespace orca

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "engine/backend/registry.h"
 #include "engine/comm/gloo/gloo_communicator.h"
 #include "engine/common/log.h"
@@ -199,6 +200,10 @@ absl::Status ConnectNccl(const v1::GroupInit& init, const ModelShard& shard, Bac
 
 }  // namespace
 
+WorkerRank::WorkerRank(WorkerOptions options) : options_(std::move(options)) {
+  since_ns_ = absl::ToUnixNanos(absl::Now());
+}
+
 WorkerRank::~WorkerRank() { Stop(); }
 
 void WorkerRank::Stop() {
@@ -207,26 +212,60 @@ void WorkerRank::Stop() {
   if (ctx_ != nullptr) ctx_->TryCancel();
 }
 
+void WorkerRank::Drain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+  // In a group: its session goes on until the scheduler ends it. Otherwise nothing is
+  // lost by stopping the dial (or the wait for the group to form) now.
+  if (!in_group_ && ctx_ != nullptr) ctx_->TryCancel();
+}
+
+void WorkerRank::SetInGroup(bool in_group) {
+  in_group_ = in_group;
+  since_ns_ = absl::ToUnixNanos(absl::Now());
+}
+
+RankProgress WorkerRank::progress() const {
+  RankProgress p;
+  p.name = absl::StrCat("stage ", options_.stage, " tp ", options_.tp_rank);
+  p.in_group = in_group_.load();
+  p.serving = p.in_group && ready_.load();
+  p.since = absl::FromUnixNanos(since_ns_.load());
+  p.plan = plan_.load();
+  if (const int64_t started = plan_started_ns_.load(); started != 0) {
+    p.plan_started = absl::FromUnixNanos(started);
+  }
+  return p;
+}
+
+std::string WorkerRank::last_error() const {
+  absl::MutexLock lock(&mu_);
+  return last_error_;
+}
+
 absl::Status WorkerRank::Run() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (stop_) return absl::OkStatus();
+      if (stop_ || draining_) return absl::OkStatus();
     }
     absl::Status s = Session();
     ready_ = false;
+    plan_started_ns_ = 0;
+    if (in_group_) SetInGroup(false);
     tp_comm_.reset();
     pp_comm_.reset();
     {
       absl::MutexLock lock(&mu_);
-      if (stop_) return absl::OkStatus();
+      if (stop_ || draining_) return absl::OkStatus();
+      if (!s.ok()) last_error_ = std::string(s.message());
     }
     if (IsConfigurationError(s)) return s;
     if (!s.ok()) {
       ORCA_LOG(WARNING) << "worker " << options_.name << ": " << s << "; dialing again";
     }
     absl::MutexLock lock(&mu_);
-    auto stopped = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_; };
+    auto stopped = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || draining_; };
     mu_.AwaitWithTimeout(absl::Condition(&stopped), options_.retry);
   }
 }
@@ -271,6 +310,17 @@ absl::Status WorkerRank::Session() {
   if (!in.has_init()) {
     ctx.TryCancel();
     return absl::InternalError("the scheduler did not send GroupInit first");
+  }
+  bool leave = false;
+  {
+    absl::MutexLock lock(&mu_);
+    leave = stop_ || draining_;
+    if (!leave) SetInGroup(true);  // under mu_: Drain() sees a dialing rank or one in a group
+  }
+  if (leave) {  // stopped while the group formed: leave before taking part
+    ctx.TryCancel();
+    stream->Finish();
+    return absl::OkStatus();
   }
   const v1::GroupInit init = std::move(*in.mutable_init());
   ModelShard shard{init.pipeline(), init.tensor(), options_.stage, options_.tp_rank};
@@ -372,7 +422,10 @@ absl::Status WorkerRank::Session() {
   v1::IterationPlan next;
   while (reader.Next(&next)) {
     IterationPlan plan = FromProto(next);
+    plan_ = plan.iteration;
+    plan_started_ns_ = absl::ToUnixNanos(absl::Now());
     absl::StatusOr<IterationResult> result = runner_->Execute(plan);
+    plan_started_ns_ = 0;
     ++iterations_;
     v1::WorkerMessage out;
     if (!result.ok()) {

@@ -12,6 +12,12 @@
 // cancels that wait (NCCL; Gloo's own timeout and TCP errors end it). When the session
 // breaks (the scheduler restarts, another rank is lost) it drops the communicators and
 // dials again; the loaded shard is kept when the next generation has the same layout.
+//
+// Lifecycle (docs/distributed.md): progress() reports whether the rank is in a group and
+// which plan it executes since when (WorkerHealth turns that into /health, /ready and the
+// join timeout). Drain() lets a rank in a group go on executing plans until the scheduler
+// ends its session (the scheduler drains first), then Run() returns; a rank not in a
+// group returns at once. Stop() ends the session now.
 #pragma once
 
 #include <atomic>
@@ -27,6 +33,7 @@
 #include "engine/comm/communicator.h"
 #include "engine/config/engine_config.h"
 #include "engine/runner/model_runner.h"
+#include "engine/worker/worker_health.h"
 
 namespace grpc {
 class ClientContext;
@@ -53,14 +60,25 @@ struct WorkerOptions {
 
 class WorkerRank {
  public:
-  explicit WorkerRank(WorkerOptions options) : options_(std::move(options)) {}
+  explicit WorkerRank(WorkerOptions options);
   ~WorkerRank();
 
-  // Serves sessions until Stop(). Returns the error that makes going on pointless (the
-  // model cannot be loaded, the shard does not fit the model), OK after Stop().
+  // Serves sessions until Stop() or, after Drain(), until its session ends. Returns the
+  // error that makes going on pointless (the model cannot be loaded, the shard does not
+  // fit the model), OK after Stop() or Drain().
   absl::Status Run();
   // Ends Run() soon (the current session is cancelled). Thread-safe.
   void Stop();
+  // Ends Run() once the current session ends, without dialing again: a rank in a group
+  // keeps executing its plans until the scheduler ends the session; one dialing or
+  // waiting for its group to form stops at once. Thread-safe.
+  void Drain();
+
+  // Returns the rank's progress now (for WorkerHealth). Thread-safe.
+  RankProgress progress() const;
+  // Returns why the last session ended or could not start ("" if none did). Thread-safe.
+  std::string last_error() const;
+  const WorkerOptions& options() const { return options_; }
 
   bool ready() const { return ready_.load(); }
   int64_t iterations() const { return iterations_.load(); }
@@ -71,6 +89,8 @@ class WorkerRank {
   // it is InvalidArgument / NotFound / FailedPrecondition / Unimplemented / DataLoss
   // (configuration errors and corrupt model files).
   absl::Status Session();
+  // Records that the rank entered (or left) a group now.
+  void SetInGroup(bool in_group);
 
   WorkerOptions options_;
   std::unique_ptr<Backend> backend_;
@@ -82,9 +102,16 @@ class WorkerRank {
   std::atomic<uint64_t> generation_{0};
   // True once the current session's stream has ended: NCCL communicators give up.
   std::atomic<bool> session_ended_{false};
+  // Progress (see progress()): written by the rank's thread, read by any.
+  std::atomic<bool> in_group_{false};
+  std::atomic<int64_t> since_ns_{0};         // Unix ns when in_group_ last changed
+  std::atomic<int64_t> plan_started_ns_{0};  // Unix ns; 0: not executing a plan
+  std::atomic<uint64_t> plan_{0};
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 

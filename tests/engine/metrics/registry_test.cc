@@ -126,6 +126,33 @@ TEST(RegistryTest, RejectsInvalidNames) {
   EXPECT_EQ(registry.Serialize(), "");
 }
 
+// vLLM's names (vllm:num_requests_waiting, which endpoint pickers read) are legal
+// Prometheus names: the colon is allowed anywhere in a metric name, though never in a
+// label name, and the other rules still hold.
+TEST(RegistryTest, AcceptsColonsInMetricNamesOnly) {
+  Registry registry;
+  auto waiting =
+      BuildGauge().Name("vllm:num_requests_waiting").Help("Waiting.").TryRegister(registry);
+  ASSERT_TRUE(waiting.ok()) << waiting.status();
+  (*waiting)->Add({{"model_name", "m"}}).Set(3);
+  for (const char* bad : {"vllm-x:waiting", "9vllm:waiting", "vllm:waiting.now", "vllm: x"}) {
+    EXPECT_EQ(BuildGauge().Name(bad).TryRegister(registry).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  EXPECT_EQ(BuildGauge()
+                .Name("vllm:info")
+                .Labels({{"block:size", "16"}})
+                .TryRegister(registry)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Serialize(),
+            "# HELP vllm:num_requests_waiting Waiting.\n"
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            "vllm:num_requests_waiting{model_name=\"m\"} 3\n");
+}
+
 TEST(RegistryTest, TryAddRejectsInvalidLabels) {
   Registry registry;
   auto& counter = BuildCounter().Name("c_total").Labels({{"model_name", "m"}}).Register(registry);

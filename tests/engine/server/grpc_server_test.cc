@@ -164,6 +164,45 @@ TEST_F(GrpcServerTest, ShutdownFailsOpenAndNewCallsUnavailable) {
   EXPECT_EQ(late->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+// The drain (orca serve on SIGTERM): after BeginShutdown() a call admitted before goes
+// on to its end (counted by open_requests() until then) while new calls fail
+// UNAVAILABLE, with the engine still running.
+TEST_F(GrpcServerTest, BeginShutdownLetsOpenCallsFinishAndRefusesNewOnes) {
+  v1::GenerateRequest req;
+  req.set_text("Once upon a time");
+  req.set_max_tokens(64);
+  req.set_ignore_eos(true);
+  grpc::ClientContext ctx;
+  auto reader = stub_->Generate(&ctx, req);
+  v1::GenerateResponse resp;
+  ASSERT_TRUE(reader->Read(&resp));
+  EXPECT_EQ(server_->open_requests(), 1);
+  server_->BeginShutdown();
+
+  grpc::ClientContext late_ctx;
+  auto late = stub_->Generate(&late_ctx, req);
+  v1::GenerateResponse late_resp;
+  while (late->Read(&late_resp)) {
+  }
+  EXPECT_EQ(late->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(server_->open_requests(), 1);
+
+  int tokens = resp.token_ids_size();
+  v1::FinishReason finish = resp.finish_reason();
+  while (reader->Read(&resp)) {
+    tokens += resp.token_ids_size();
+    finish = resp.finish_reason();
+  }
+  grpc::Status open = reader->Finish();
+  EXPECT_TRUE(open.ok()) << open.error_message();
+  EXPECT_EQ(tokens, 64);
+  EXPECT_EQ(finish, v1::FINISH_REASON_LENGTH);
+  for (int i = 0; i < 500 && server_->open_requests() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server_->open_requests(), 0);
+}
+
 // --api-key-file used to protect only the HTTP API: Generate on the gRPC port (0.0.0.0 by
 // default) generated for anyone. Every transport now asks the same Authenticator.
 class GrpcServerWithKeyTest : public GrpcServerTest {

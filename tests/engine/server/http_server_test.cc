@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -455,6 +456,89 @@ TEST_F(HttpServerTest, QueueOverflowIs429WithRetryAfter) {
   EXPECT_EQ(e["type"], "rate_limit_error");
   server->Stop();
   queued->Stop();
+}
+
+// The drain (orca serve on SIGTERM, docs/serving.md): after BeginShutdown() a stream
+// admitted before goes on to its end and counts as open until then, while /ready and
+// every new request answer 503 with Retry-After on a listener that still accepts.
+TEST_F(HttpServerTest, BeginShutdownLetsAdmittedStreamsFinishAndRefusesNewRequests) {
+  std::promise<void> first_chunk;
+  std::promise<void> go_on;
+  std::shared_future<void> go_on_future = go_on.get_future().share();
+  std::string body;
+  auto streaming = std::async(std::launch::async, [&] {
+    auto c = ClientFor(*server_);
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = json{
+        {"prompt", "Once upon a time"},
+        {"max_tokens", 64},
+        {"ignore_eos", true},
+        {"stream",
+         true}}.dump();
+    req.set_header("Content-Type", kJson);
+    bool first = true;
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      body.append(data, n);
+      if (std::exchange(first, false)) {
+        first_chunk.set_value();
+        go_on_future.wait();  // the stream stays open until the server drains
+      }
+      return true;
+    };
+    return c->send(req);
+  });
+  first_chunk.get_future().wait();
+  EXPECT_EQ(server_->open_requests(), 1);
+
+  server_->BeginShutdown();
+  auto ready = client_->Get("/ready");
+  ASSERT_TRUE(ready) << httplib::to_string(ready.error());
+  EXPECT_EQ(ready->status, 503);
+  auto refused = PostJson("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}});
+  ASSERT_TRUE(refused) << "the listener must stay open while draining: "
+                       << httplib::to_string(refused.error());
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(ExpectErrorObject(refused->body, nullptr)["type"], "service_unavailable_error");
+  EXPECT_EQ(server_->open_requests(), 1);  // the refused one never counted
+
+  go_on.set_value();
+  httplib::Result res = streaming.get();
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_TRUE(absl::EndsWith(body, "data: [DONE]\n\n")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "\"finish_reason\":\"length\"")) << body;
+  EXPECT_FALSE(absl::StrContains(body, "\"error\":")) << body;
+  for (int i = 0; i < 500 && server_->open_requests() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server_->open_requests(), 0);
+}
+
+// HttpServerOptions::draining (the SIGTERM handler's flag) refuses at once, before
+// BeginShutdown() is called.
+TEST_F(HttpServerTest, DrainingFlagRefusesNewRequestsAtOnce) {
+  std::atomic<bool> draining{false};
+  HttpServerOptions o = BaseOptions();
+  o.draining = [&draining] { return draining.load(); };
+  std::unique_ptr<HttpServer> server = StartServer(engine_.get(), std::move(o));
+  ASSERT_NE(server, nullptr);
+  auto c = ClientFor(*server);
+  auto ok = c->Post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}}.dump(), kJson);
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  draining = true;
+  auto ready = c->Get("/ready");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 503);
+  auto refused = ClientFor(*server)->Post("/v1/completions",
+                                          json{{"prompt", "hi"}, {"max_tokens", 2}}.dump(), kJson);
+  ASSERT_TRUE(refused) << httplib::to_string(refused.error());
+  EXPECT_EQ(refused->status, 503) << refused->body;
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  server->Stop();
 }
 
 // HttpServer::Stop() right after Start() used to hang for ever: httplib::Server::stop()

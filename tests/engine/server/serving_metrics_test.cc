@@ -2,16 +2,20 @@
 // gauges are refreshed from a real Engine on stories260K (held mid-run by an executor
 // whose Wait() is gated, so its snapshot is known), and the exposition is checked
 // family by family and sample by sample with the Prometheus Python client's parser
-// (tests/engine/metrics/check_exposition.py).
+// (tests/engine/metrics/check_exposition.py). The vLLM-named series an endpoint picker
+// reads must equal orca's own on every page, scraped step by step and concurrently.
 #include "engine/server/serving_metrics.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -145,7 +149,8 @@ struct Gauges {
   GroupStatus group;
 };
 
-nlohmann::json Expected(const Fed& fed, const Gauges& g) {
+nlohmann::json Expected(const Fed& fed, const Gauges& g,
+                        const std::optional<KvCacheInfo>& cache = std::nullopt) {
   const BucketBoundaries latency = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
                                     0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
   double prompt = 0;
@@ -220,6 +225,30 @@ nlohmann::json Expected(const Fed& fed, const Gauges& g) {
             "Times the serving group broke (a rank lost); its running requests failed with "
             "retriable errors.",
             static_cast<double>(g.group.breaks));
+  // The endpoint picker's series (the Gateway API Inference Extension's model server
+  // protocol), under vLLM's names, with the snapshot's values.
+  e.Gauge("vllm:num_requests_running",
+          "Requests in the running batch set (orca_num_requests_running).", g.snapshot.num_running);
+  e.Gauge("vllm:num_requests_waiting",
+          "Requests waiting to be admitted (orca_num_requests_waiting).", g.snapshot.num_waiting);
+  e.Gauge("vllm:kv_cache_usage_perc",
+          "Fraction of KV cache blocks in use, 0 to 1 (orca_kv_cache_usage_perc).",
+          g.snapshot.kv_cache_usage);
+  e.Gauge("vllm:gpu_cache_usage_perc",
+          "Fraction of KV cache blocks in use, 0 to 1 (orca_kv_cache_usage_perc; the name older "
+          "endpoint pickers read).",
+          g.snapshot.kv_cache_usage);
+  if (cache.has_value()) {
+    e.Family("vllm:cache_config_info", "gauge",
+             "Information of the KV cache configuration (value 1; the labels carry it).");
+    e.Sample("vllm:cache_config_info",
+             {{"block_size", std::to_string(cache->block_size)},
+              {"num_gpu_blocks", std::to_string(cache->num_blocks)},
+              {"cache_dtype", cache->dtype},
+              {"enable_prefix_caching", cache->prefix_caching ? "True" : "False"},
+              {"engine", "0"}},
+             1);
+  }
   return e.json();
 }
 
@@ -326,7 +355,8 @@ TEST_F(GatedEngineTest, GenerationTokensCountWhileTheRequestRuns) {
 
 TEST_F(ServingMetricsTest, ExposesFedObservationsAndEngineGaugesToThePrometheusParser) {
   HoldEngineAfterOneIteration();
-  ServingMetrics m(kModel);
+  const KvCacheInfo cache{16, 64, "float32", true};
+  ServingMetrics m(kModel, cache);
   Fed fed;
   // Values on bucket bounds (inclusive), between them, below the first and past the last.
   fed.iterations = {{0.0125, 0.000003, 3, 40, 1},
@@ -376,7 +406,7 @@ TEST_F(ServingMetricsTest, ExposesFedObservationsAndEngineGaugesToThePrometheusP
     if (line[0] == '#') continue;
     EXPECT_NE(line.find("model_name=\"stories260K\""), std::string::npos) << line;
   }
-  CheckWithPythonParser(text, Expected(fed, g));
+  CheckWithPythonParser(text, Expected(fed, g, cache));
 }
 
 TEST_F(ServingMetricsTest, ScrapeCountsGroupBreaksOnceAndFollowsReadiness) {
@@ -401,6 +431,83 @@ TEST_F(ServingMetricsTest, ScrapeCountsGroupBreaksOnceAndFollowsReadiness) {
   g.ready = false;
   gate_->SetGroupStatus(g.group);
   CheckWithPythonParser(m.Scrape(*engine_, false), Expected(fed, g));
+}
+
+// The values an endpoint picker reads on one page: each vLLM name and its orca_ twin.
+struct PickerView {
+  double running, vllm_running, waiting, vllm_waiting, kv, vllm_kv, vllm_gpu_kv;
+};
+PickerView ReadPickerView(const std::string& text) {
+  return {SampleValue(text, "orca_num_requests_running"),
+          SampleValue(text, "vllm:num_requests_running"),
+          SampleValue(text, "orca_num_requests_waiting"),
+          SampleValue(text, "vllm:num_requests_waiting"),
+          SampleValue(text, "orca_kv_cache_usage_perc"),
+          SampleValue(text, "vllm:kv_cache_usage_perc"),
+          SampleValue(text, "vllm:gpu_cache_usage_perc")};
+}
+
+// Issue 15: an EPP routes on vllm:num_requests_waiting, vllm:num_requests_running and
+// vllm:kv_cache_usage_perc (older ones on vllm:gpu_cache_usage_perc). At every step of
+// a real engine they equal orca's series and the engine's own snapshot.
+TEST_F(GatedEngineTest, VllmSeriesEqualOrcaSeriesAndTheSnapshotAtEveryStep) {
+  HoldEngineAfterOneIteration();
+  ServingMetrics m(kModel);
+  std::vector<double> kv_seen;
+  for (int step = 0; step < 24; ++step) {             // past a block boundary
+    const EngineSnapshot snap = engine_->Snapshot();  // stable: the engine is held
+    const std::string text = m.Scrape(*engine_, true);
+    const PickerView v = ReadPickerView(text);
+    EXPECT_EQ(v.running, snap.num_running) << text;
+    EXPECT_EQ(v.vllm_running, snap.num_running) << text;
+    EXPECT_EQ(v.waiting, snap.num_waiting) << text;
+    EXPECT_EQ(v.vllm_waiting, snap.num_waiting) << text;
+    EXPECT_EQ(v.kv, snap.kv_cache_usage) << text;
+    EXPECT_EQ(v.vllm_kv, snap.kv_cache_usage) << text;
+    EXPECT_EQ(v.vllm_gpu_kv, snap.kv_cache_usage) << text;
+    EXPECT_GT(v.vllm_kv, 0.0);
+    EXPECT_LE(v.vllm_kv, 1.0);
+    kv_seen.push_back(v.vllm_kv);
+    // Without a cache configuration there is no info gauge.
+    EXPECT_EQ(text.find("vllm:cache_config_info"), std::string::npos);
+    gate_->Allow(1);
+    ASSERT_TRUE(gate_->AwaitArrivals(step + 3, absl::Seconds(60)));
+  }
+  // The cache fills as the request generates: the series moved, they are not constants.
+  EXPECT_GT(kv_seen.back(), kv_seen.front());
+}
+
+// Scrapes from several threads while the engine runs freely: every page shows one
+// snapshot under both names (a scrape never mixes its values with another's).
+TEST_F(GatedEngineTest, ConcurrentScrapesShowOneSnapshotUnderBothNames) {
+  for (int i = 0; i < 12; ++i) {
+    GenerateParams p;
+    p.prompt_tokens = engine_->tokenizer().Encode("Once upon a time", true);
+    p.max_tokens = 200;
+    p.ignore_eos = true;
+    ASSERT_TRUE(engine_->Submit(std::move(p)).ok());
+  }
+  gate_->Allow(1 << 20);
+  engine_->Start();
+  ServingMetrics m(kModel, KvCacheInfo{16, 64, "float32", true});
+  std::atomic<int> mismatches{0};
+  std::atomic<int> busy_pages{0};
+  std::vector<std::thread> scrapers;
+  for (int t = 0; t < 4; ++t) {
+    scrapers.emplace_back([&] {
+      for (int i = 0; i < 300; ++i) {
+        const PickerView v = ReadPickerView(m.Scrape(*engine_, true));
+        if (v.running != v.vllm_running || v.waiting != v.vllm_waiting || v.kv != v.vllm_kv ||
+            v.kv != v.vllm_gpu_kv) {
+          ++mismatches;
+        }
+        if (v.vllm_waiting > 0) ++busy_pages;
+      }
+    });
+  }
+  for (auto& t : scrapers) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_GT(busy_pages.load(), 0) << "no page saw the engine under load";
 }
 
 }  // namespace
