@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # orca on a real Kubernetes cluster (kind, or any cluster with a GPU node), end to end:
-#   1. helm install the chart (controller, RBAC, CRD);
+#   0. preflight: kubectl reaches the cluster; with device gpu, the nodes' allocatable
+#      nvidia.com/gpu covers the example at 2 groups; on kind, the images built here
+#      (scripts/test-images.sh) are loaded into the nodes with `kind load docker-image`;
+#   1. helm install the chart (controller, RBAC, CRD) and wait until the CRD is
+#      Established;
 #   2. apply an InferenceDeployment (e2e/k8s/inferencedeployment.yaml) and wait for
 #      its Available condition;
 #   3. send a completion through its Ingress;
@@ -29,7 +33,15 @@
 #   ORCA_E2E_DELETE_CRD=1  also delete the CRD at the end
 #   ORCA_E2E_K8S=1         needed when run by ctest (helm_e2e_k8s_cluster), which
 #                          otherwise skips rather than touch the current context
-# Setup of a kind cluster: docs/install.md ("Try it on kind").
+#   ORCA_E2E_LOAD_IMAGES   auto | 1 | 0: `kind load docker-image` both images from the
+#                          local Docker engine (auto: when the context is a kind cluster,
+#                          `kind` is installed and the images exist locally; 1: required)
+#   ORCA_E2E_KIND_CLUSTER  kind cluster name (default: the context's, kind-NAME)
+# Every step is timed; the times are listed at the end, also when a step fails.
+# Setup of a kind cluster: docs/install.md ("Try it on kind"); with the images built by
+# scripts/test-images.sh:
+#   ORCA_IMAGE=orca-local/orca:0.1.0-cpu ORCA_CONTROLLER_IMAGE=orca-local/orca-controller:0.1.0 \
+#     e2e/k8s/cluster_test.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -49,6 +61,31 @@ CRD=inferencedeployments.serving.orca.dev
 
 log() { printf '[e2e/k8s] %s\n' "$*"; }
 fail() { printf '[e2e/k8s] FAIL: %s\n' "$*" >&2; exit 1; }
+
+# Step timing with bash's SECONDS only (the skip paths run with a bare PATH).
+step_name=""
+step_start=0
+step_times=()
+end_step() {
+  if [ -n "$step_name" ]; then
+    local took=$((SECONDS - step_start))
+    step_times+=("$(printf '%-52s %5d s%s' "$step_name" "$took" "${1:-}")")
+    if [ -n "${1:-}" ]; then log "failed: $step_name (${took} s)"; else log "done: $step_name (${took} s)"; fi
+    step_name=""
+  fi
+}
+step() {
+  end_step
+  step_name=$1
+  step_start=$SECONDS
+  log "step: $1"
+}
+report_steps() {
+  end_step "${1:-}"
+  [ ${#step_times[@]} -gt 0 ] || return 0
+  log "step times (${SECONDS} s in all):"
+  printf '[e2e/k8s]   %s\n' "${step_times[@]}"
+}
 skip() {
   printf '[e2e/k8s] SKIP: %s\n' "$*"
   printf '[e2e/k8s] This test needs a Kubernetes cluster (kind, or one with a GPU node); see docs/install.md.\n'
@@ -83,6 +120,52 @@ if [ "${ORCA_E2E_REQUIRE_OPT_IN:-0}" = 1 ] && [ "${ORCA_E2E_K8S:-0}" != 1 ]; the
 fi
 log "cluster: $context"
 
+# ---- 0. preflight: GPU capacity, images on kind ----
+step "preflight: cluster $context"
+log "kubectl $(kubectl version --client 2>/dev/null | sed -n 's/^Client Version: //p' | head -1); server $(kubectl version 2>/dev/null | sed -n 's/^Server Version: //p' | head -1)"
+if [ "$DEVICE" = gpu ]; then
+  # One GPU per worker pod (tensor x pipeline per group), and the test scales to 2 groups.
+  tp=$(manifest | sed -n 's/^ *tensor: *\([0-9][0-9]*\).*/\1/p' | head -1)
+  pp=$(manifest | sed -n 's/^ *pipeline: *\([0-9][0-9]*\).*/\1/p' | head -1)
+  need=$((2 * ${tp:-1} * ${pp:-1}))
+  have=0
+  while read -r node gpus; do
+    [ -n "$node" ] || continue
+    log "node $node: allocatable nvidia.com/gpu ${gpus:-0}"
+    case "${gpus:-0}" in '' | *[!0-9]*) gpus=0 ;; esac
+    have=$((have + gpus))
+  done < <(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}')
+  [ "$have" -ge "$need" ] || fail "device gpu needs $need allocatable nvidia.com/gpu (2 groups of tensor ${tp:-1} x pipeline ${pp:-1}); the nodes have $have (is the NVIDIA device plugin installed?)"
+  log "GPU capacity: $have allocatable nvidia.com/gpu >= $need needed"
+fi
+kind_cluster=${ORCA_E2E_KIND_CLUSTER:-}
+if [ -z "$kind_cluster" ]; then
+  case "$context" in kind-*) kind_cluster=${context#kind-} ;; esac
+fi
+load=${ORCA_E2E_LOAD_IMAGES:-auto}
+if [ "$load" != 0 ]; then
+  why=""
+  if [ -z "$kind_cluster" ]; then why="the context $context is not a kind cluster"
+  elif ! command -v kind >/dev/null 2>&1; then why="kind is not installed"
+  elif ! command -v docker >/dev/null 2>&1; then why="docker is not installed"
+  else
+    for image in "$CONTROLLER_IMAGE" "$IMAGE"; do
+      docker image inspect "$image" >/dev/null 2>&1 || why="$image is not in the local Docker engine (scripts/test-images.sh builds the CPU images)"
+    done
+  fi
+  if [ -n "$why" ]; then
+    [ "$load" = 1 ] && fail "ORCA_E2E_LOAD_IMAGES=1 but the images cannot be loaded into kind: $why"
+    log "images are pulled by the nodes, not loaded: $why"
+  else
+    step "kind load docker-image into $kind_cluster"
+    kind load docker-image "$CONTROLLER_IMAGE" "$IMAGE" --name "$kind_cluster"
+    log "loaded $CONTROLLER_IMAGE and $IMAGE into kind cluster $kind_cluster"
+  fi
+fi
+if [ -n "$kind_cluster" ] && [ "$MODEL_URI" = hostpath:///models/stories260K ] && [ ! -f /tmp/orca-models/stories260K/config.json ]; then
+  log "warning: /tmp/orca-models/stories260K is missing; e2e/k8s/kind-config.yaml mounts /tmp/orca-models as the node's /models (cp -r models/stories260K /tmp/orca-models/)"
+fi
+
 diagnose() {
   log "diagnostics:"
   kubectl get inferencedeployments -n "$NS" -o yaml 2>&1 | tail -60 || true
@@ -92,7 +175,10 @@ diagnose() {
 }
 cleanup() {
   local code=$?
-  if [ "$code" -ne 0 ] && [ "$code" -ne 77 ]; then diagnose; fi
+  if [ "$code" -ne 0 ] && [ "$code" -ne 77 ]; then
+    report_steps " (FAILED)"
+    diagnose
+  fi
   if [ "${ORCA_E2E_KEEP:-0}" = 1 ]; then
     log "ORCA_E2E_KEEP=1: leaving release $RELEASE and namespace $NS in place"
     return
@@ -104,16 +190,19 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- 1. install the chart ----
+step "helm install and CRD established"
 log "helm install $RELEASE (controller $CONTROLLER_IMAGE)"
 "$HELM" upgrade --install "$RELEASE" helm/orca -n "$SYS_NS" --create-namespace \
   --set controller.image.repository="${CONTROLLER_IMAGE%:*}" \
   --set controller.image.tag="${CONTROLLER_IMAGE##*:}" \
   --wait --timeout 5m
 kubectl wait --for=condition=Established "crd/$CRD" --timeout=60s
+log "CRD $CRD is Established"
 # The release name contains the chart name, so objects are named "$RELEASE-...".
 kubectl rollout status -n "$SYS_NS" "deployment/$RELEASE-controller" --timeout=180s
 
 # ---- 2. apply the example and wait for Available ----
+step "apply the InferenceDeployment and wait for Available"
 kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 log "apply InferenceDeployment $NS/$NAME (device $DEVICE, model $MODEL_URI)"
 manifest | kubectl apply -f -
@@ -121,6 +210,7 @@ log "waiting up to ${TIMEOUT}s for condition Available"
 kubectl wait -n "$NS" "inferencedeployment/$NAME" --for=condition=Available --timeout="${TIMEOUT}s"
 
 # ---- 3. a completion through the Ingress ----
+step "completion through the Ingress"
 addr=${ORCA_E2E_INGRESS_ADDR:-}
 if [ -z "$addr" ]; then
   for _ in $(seq 30); do
@@ -148,6 +238,7 @@ echo "$body" | grep -q '"text"' || fail "completion has no text: $body"
 log "completion: $body"
 
 # ---- 4. scale through the scale subresource ----
+step "scale to 2 groups and back to 1"
 scale_path="/apis/serving.orca.dev/v1alpha1/namespaces/$NS/inferencedeployments/$NAME/scale"
 selector=$(kubectl get --raw "$scale_path" | sed -n 's/.*"selector":"\([^"]*\)".*/\1/p')
 [ -n "$selector" ] || fail "the scale subresource reports no selector"
@@ -169,9 +260,11 @@ scale_to 1
 
 # ---- 5. delete and uninstall ----
 if [ "${ORCA_E2E_KEEP:-0}" = 1 ]; then
+  report_steps
   log "PASS (ORCA_E2E_KEEP=1: nothing removed)"
   exit 0
 fi
+step "delete the InferenceDeployment and helm uninstall"
 log "delete InferenceDeployment (owned objects cascade)"
 kubectl delete inferencedeployment "$NAME" -n "$NS" --wait=true --timeout=300s
 for _ in $(seq 60); do
@@ -187,4 +280,5 @@ log "the CRD is kept after uninstall (helm.sh/resource-policy: keep)"
 if [ "${ORCA_E2E_DELETE_CRD:-0}" = 1 ]; then
   kubectl delete "crd/$CRD"
 fi
+report_steps
 log "PASS"

@@ -96,13 +96,20 @@ export function checkDockerfile(text) {
   return problems;
 }
 
-// Returns the stages [{name, image, users, copies}] (for tests).
+// Returns the stages [{name, image, args, instructions}] (for tests): `image` with the
+// ARG defaults declared before the first FROM substituted (what `docker build` uses
+// without --build-arg), `args` the stage's own ARG defaults.
 export function stagesOf(text) {
   const stages = [];
+  const globals = new Map();
   for (const i of parseDockerfile(text)) {
     if (i.op === "FROM") {
       const words = i.args.split(/\s+/).filter((w) => !w.startsWith("--"));
-      stages.push({ image: words[0], name: words[1]?.toUpperCase() === "AS" ? words[2] : undefined, instructions: [] });
+      const image = words[0].replace(/\$\{?(\w+)\}?/g, (_, v) => globals.get(v) ?? "");
+      stages.push({ image, name: words[1]?.toUpperCase() === "AS" ? words[2] : undefined, args: new Map(), instructions: [] });
+    } else if (i.op === "ARG") {
+      for (const [k, v] of pairs(i.args)) (stages.length ? stages.at(-1).args : globals).set(k, v);
+      if (stages.length) stages.at(-1).instructions.push(i);
     } else if (stages.length) {
       stages.at(-1).instructions.push(i);
     }

@@ -29,12 +29,16 @@ test("orca: CUDA runtime base, built with install-deps.sh + cmake (CUDA on), bin
   // Same CUDA version and OS in both stages.
   assert.equal(stages[0].image.replace("-devel-", "-runtime-"), stages.at(-1).image);
   assert.match(runs(stages[0]), /scripts\/install-deps\.sh/);
-  assert.match(runs(stages[0]), /-DORCA_WITH_CUDA=ON/);
+  // CUDA on by default; scripts/test-images.sh builds the CPU variant with WITH_CUDA=OFF.
+  assert.match(runs(stages[0]), /-DORCA_WITH_CUDA=\$\{WITH_CUDA\}/);
+  assert.equal(stages[0].args.get("WITH_CUDA"), "ON");
   assert.match(runs(stages[0]), /--target orca\b/);
   assert.match(runs(stages[0]), /collect-libs\.sh build\/engine\/cli\/orca/);
   const copies = stages.at(-1).instructions.filter((i) => i.op === "COPY").map((i) => i.args);
   assert.ok(copies.some((c) => /--from=build \/out\/bin\/orca \/usr\/local\/bin\/orca$/.test(c)));
   assert.ok(copies.some((c) => /--from=build \/out\/lib\/ /.test(c)));
+  // `orca model pull` (the pull-model init container) verifies TLS against this bundle.
+  assert.ok(copies.some((c) => /--from=build \/etc\/ssl\/certs\/ca-certificates\.crt \/etc\/ssl\/certs\/ca-certificates\.crt$/.test(c)));
 });
 
 test("orca-controller: minimal base, the binary on PATH as the chart runs it", () => {
