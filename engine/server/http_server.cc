@@ -275,8 +275,12 @@ void HttpServer::Routes() {
     if (probe) return httplib::Server::HandlerResponse::Unhandled;
     if (absl::Status s = authenticator_.Check(req.get_header_value("Authorization")); !s.ok()) {
       SendError(res, FromStatus(s));
-      // The body is not read: the connection ends with this answer.
-      if (req.method == "POST") HttpListener::CloseConnectionAfterResponse();
+      // The body is not read: the connection ends with this answer, and says so (a
+      // keep-alive client would otherwise send its next request into the closed socket).
+      if (req.method == "POST") {
+        res.set_header("Connection", "close");
+        HttpListener::CloseConnectionAfterResponse();
+      }
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
