@@ -6,7 +6,7 @@
 // probe; never, with a request that never finishes).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, skipOrFail } from './orca_server.mjs';
+import { readSse, startServer, skipOrFail } from './orca_server.mjs';
 
 // Enough work that generating it to its end takes far longer than the bound below: 4 x 64
 // choices of 480 tokens, 16 sequences an iteration.
@@ -16,26 +16,6 @@ const kExitBoundMs = 5000;
 function body(extra) {
   return JSON.stringify({ prompt: 'Once upon a time', max_tokens: 480, ignore_eos: true, n: 64,
                           temperature: 0.8, ...extra });
-}
-
-// Reads an SSE stream to its end; resolves with its frames and how it ended.
-async function readStream(res) {
-  const frames = [];
-  let buffer = '';
-  const decoder = new TextDecoder();
-  try {
-    for await (const chunk of res.body) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let k;
-      while ((k = buffer.indexOf('\n\n')) >= 0) {
-        frames.push(buffer.slice(0, k));
-        buffer = buffer.slice(k + 2);
-      }
-    }
-    return { frames, error: null };
-  } catch (e) {
-    return { frames, error: e };
-  }
 }
 
 test('SIGTERM fails open requests retriably and exits 0 within seconds', async (t) => {
@@ -53,7 +33,7 @@ test('SIGTERM fails open requests retriably and exits 0 within seconds', async (
         .catch((error) => ({ error })));
     const streamed = await fetch(url, { method: 'POST', headers, body: body({ stream: true, n: 1 }) });
     assert.equal(streamed.status, 200);
-    const streamDone = readStream(streamed);
+    const streamDone = readSse(streamed);
     // Generation is under way once the queue shows the requests running.
     for (let k = 0; k < 100; k++) {
       const m = await (await fetch(`${server.baseURL}/metrics`)).text();
@@ -80,10 +60,10 @@ test('SIGTERM fails open requests retriably and exits 0 within seconds', async (
     // The stream: tokens, then an error event of the same kind, then [DONE].
     const s = await streamDone;
     assert.equal(s.error, null, `the stream broke instead of ending: ${s.error}`);
-    assert.ok(s.frames.length >= 2, s.frames.join('\n'));
-    assert.equal(s.frames.at(-1), 'data: [DONE]');
-    const last = JSON.parse(s.frames.at(-2).slice('data: '.length));
-    assert.equal(last.error?.type, 'service_unavailable_error', s.frames.at(-2));
+    assert.ok(s.data.length >= 2, s.data.join('\n'));
+    assert.equal(s.data.at(-1), '[DONE]');
+    const last = JSON.parse(s.data.at(-2));
+    assert.equal(last.error?.type, 'service_unavailable_error', s.data.at(-2));
     assert.ok(/shut down in/.test(server.stderr()), server.stderr());
     t.diagnostic(`exited ${elapsed} ms after SIGTERM`);
   } finally {
