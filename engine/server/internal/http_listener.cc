@@ -1,5 +1,7 @@
 #include "engine/server/internal/http_listener.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -108,6 +110,11 @@ bool HttpListener::process_and_close_socket(socket_t sock) {
     d->waiter.Linger(sock, kLingerTime);
     return false;
   }
+  // Answers go out as written: without this, Nagle holds a keep-alive connection's next
+  // small response (and every SSE event after the first) until the client's delayed ACK,
+  // ~40 ms on Linux.
+  const int one = 1;
+  (void)::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   d->waiter.WaitForRequest(sock, "", options_.header_timeout, options_.header_timeout,
                            static_cast<int>(keep_alive_max_count_));
   return true;
