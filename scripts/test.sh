@@ -12,6 +12,11 @@ echo "[test] main build and tests done in ${SECONDS} s"
 if [ "${ORCA_SKIP_THREAD_SAFETY:-0}" != 1 ]; then
   scripts/check-thread-safety.sh
 fi
+# Every parser of outside input under libFuzzer, ASan and UBSan for 20 s each
+# (docs/fuzzing.md; skip: ORCA_SKIP_FUZZ=1).
+if [ "${ORCA_SKIP_FUZZ:-0}" != 1 ]; then
+  scripts/test-fuzz.sh
+fi
 # The GPU path on the CUDA twin: the gpu tests, none skipped, and `--device cuda`
 # served end to end (skip: ORCA_SKIP_TWIN=1).
 if [ "${ORCA_SKIP_TWIN:-0}" != 1 ]; then

@@ -293,6 +293,23 @@ void ReadRouting(const FieldReader& r, RoutingSpec& routing) {
   }
 }
 
+// spec.controlPlane.tokenSecretRef and spec.tls.
+void ReadSecurity(const FieldReader& r, InferenceDeploymentSpec& s) {
+  FieldReader cp = r.Child("controlPlane");
+  if (cp.Has("tokenSecretRef")) {
+    FieldReader ts = cp.Child("tokenSecretRef");
+    SecretKeyRef ref;
+    ref.name = ts.Required("name", kDnsSubdomain, 253);
+    ref.key = ts.String("key", "token", "^[-._a-zA-Z0-9]+$", 253);
+    s.control_plane.token_secret = ref;
+  }
+  if (r.Has("tls")) {
+    TlsSpec tls;
+    tls.secret_name = r.Child("tls").Required("secretName", kDnsSubdomain, 253);
+    s.tls = tls;
+  }
+}
+
 void ReadSpec(const FieldReader& r, InferenceDeploymentSpec& s) {
   s.replicas = r.Int("replicas", 1, 0, 1000);
 
@@ -425,6 +442,7 @@ void ReadSpec(const FieldReader& r, InferenceDeploymentSpec& s) {
     s.api_key = ref;
   }
 
+  ReadSecurity(r, s);
   ReadLifecycle(r, s.lifecycle);
   ReadRouting(r, s.routing);
 }
@@ -483,7 +501,7 @@ Json PodTemplateInputs(const InferenceDeploymentSpec& s) {
   };
   const EngineSpec& e = s.engine;
   const LifecycleSpec& l = s.lifecycle;
-  return Json{
+  Json inputs = Json{
       {"model",
        {{"name", s.model.name},
         {"uri", s.model.uri},
@@ -520,6 +538,15 @@ Json PodTemplateInputs(const InferenceDeploymentSpec& s) {
       {"apiKeySecretRef",
        s.api_key ? Json{{"name", s.api_key->name}, {"key", s.api_key->key}} : Json()},
   };
+  // Fields added later enter only when set, so that a controller upgrade does not change
+  // the revision of (and roll) deployments that do not use them.
+  if (s.control_plane.token_secret) {
+    inputs["controlPlane"] = {{"tokenSecretRef",
+                               {{"name", s.control_plane.token_secret->name},
+                                {"key", s.control_plane.token_secret->key}}}};
+  }
+  if (s.tls) inputs["tls"] = {{"secretName", s.tls->secret_name}};
+  return inputs;
 }
 
 }  // namespace orca::controller

@@ -157,6 +157,19 @@ struct ApiKeySecretRef {
   std::string key = "api-key";
 };
 
+// spec.controlPlane: the scheduler <-> worker control plane (orca.v1.ControlPlane).
+struct ControlPlaneSpec {
+  // tokenSecretRef: the shared token every control-plane call carries (key defaults to
+  // "token"); mounted into the scheduler and every worker. Unset: unauthenticated.
+  std::optional<SecretKeyRef> token_secret;
+};
+
+// spec.tls: HTTPS and gRPC over TLS on the scheduler's public ports, from a
+// kubernetes.io/tls Secret (keys tls.crt and tls.key).
+struct TlsSpec {
+  std::string secret_name;
+};
+
 struct InferenceDeploymentSpec {
   int replicas = 1;
   ModelSpec model;
@@ -174,6 +187,8 @@ struct InferenceDeploymentSpec {
   IngressSpec ingress;
   AutoscalingSpec autoscaling;
   std::optional<ApiKeySecretRef> api_key;
+  ControlPlaneSpec control_plane;
+  std::optional<TlsSpec> tls;
   LifecycleSpec lifecycle;
   RoutingSpec routing;
 };

@@ -66,10 +66,18 @@ Json BuildClientService(const InferenceDeployment& d) {
                  Json::array({Port("http", s.port, "http"), Port("grpc", s.grpc_port, "grpc")})}}}};
 }
 
+// With spec.tls the schedulers speak HTTPS only: ingress-nginx must be told to proxy
+// over TLS (other controllers have their own annotation, set in ingress.annotations).
+constexpr char kNginxBackendProtocol[] = "nginx.ingress.kubernetes.io/backend-protocol";
+
 Json BuildIngress(const InferenceDeployment& d) {
   const IngressSpec& in = d.spec.ingress;
   Json meta = OwnedMetadata(d, d.name, OwnedLabels(d, -1, -1, "", ""));
   if (!in.annotations.is_null()) meta["annotations"] = in.annotations;
+  if (d.spec.tls &&
+      !(meta.contains("annotations") && meta["annotations"].contains(kNginxBackendProtocol))) {
+    meta["annotations"][kNginxBackendProtocol] = "HTTPS";
+  }
   Json path = {{"path", in.path},
                {"pathType", in.path_type},
                {"backend", {{"service", {{"name", d.name}, {"port", {{"name", "http"}}}}}}}};

@@ -15,6 +15,10 @@ namespace {
 constexpr char kConfigDir[] = "/etc/orca";
 constexpr char kEngineYaml[] = "/etc/orca/engine.yaml";
 constexpr char kApiKeyDir[] = "/etc/orca/api-key";
+// spec.controlPlane.tokenSecretRef, in the scheduler and every worker.
+constexpr char kControlTokenDir[] = "/etc/orca/control-token";
+// spec.tls: the kubernetes.io/tls Secret, in the scheduler.
+constexpr char kTlsDir[] = "/etc/orca/tls";
 // Startup budget of a worker beyond its join timeout: loading the weights.
 constexpr int kWorkerLoadSeconds = 900;
 constexpr int kProbePeriodSeconds = 10;
@@ -62,11 +66,25 @@ void AppendUserEnv(Json& env, const PodSettings& settings) {
   }
 }
 
-Json HttpProbe(const std::string& path, const std::string& port, int period, int failures) {
-  return Json{{"httpGet", {{"path", path}, {"port", port}}},
+// `https`: the port serves TLS only (spec.tls), so the kubelet probes it over HTTPS (it
+// does not verify the certificate).
+Json HttpProbe(const std::string& path, const std::string& port, int period, int failures,
+               bool https = false) {
+  Json get = {{"path", path}, {"port", port}};
+  if (https) get["scheme"] = "HTTPS";
+  return Json{{"httpGet", get},
               {"periodSeconds", period},
               {"timeoutSeconds", 5},
               {"failureThreshold", failures}};
+}
+
+// Mounts the control-plane token Secret (spec.controlPlane.tokenSecretRef), if any.
+void MountControlToken(const InferenceDeploymentSpec& s, Json& mounts, Json& volumes) {
+  if (!s.control_plane.token_secret) return;
+  mounts.push_back(
+      {{"name", "control-token"}, {"mountPath", kControlTokenDir}, {"readOnly", true}});
+  volumes.push_back({{"name", "control-token"},
+                     {"secret", {{"secretName", s.control_plane.token_secret->name}}}});
 }
 
 // Sets the pod-level settings shared by both roles.
@@ -182,6 +200,14 @@ EngineConfig EngineConfigFor(const InferenceDeployment& d) {
   c.server.port = kHttpPort;
   c.server.grpc_port = kGrpcPort;
   if (s.api_key) c.server.api_key_file = absl::StrCat(kApiKeyDir, "/", s.api_key->key);
+  if (s.control_plane.token_secret) {
+    c.parallel.control_token_file =
+        absl::StrCat(kControlTokenDir, "/", s.control_plane.token_secret->key);
+  }
+  if (s.tls) {  // the keys of a kubernetes.io/tls Secret
+    c.server.tls_cert_file = absl::StrCat(kTlsDir, "/tls.crt");
+    c.server.tls_key_file = absl::StrCat(kTlsDir, "/tls.key");
+  }
   // The scheduler drains for drainSeconds after SIGTERM; the preStop sleep runs before
   // SIGTERM, and the CRD keeps both within the grace period.
   c.server.shutdown_timeout_s = s.lifecycle.drain_seconds;
@@ -207,9 +233,12 @@ const std::vector<std::string>& EngineConfigKeys() {
                                                          "parallelism.pipeline",
                                                          "parallelism.gpus_per_pod",
                                                          "parallelism.control_port",
+                                                         "parallelism.control_token_file",
                                                          "server.port",
                                                          "server.grpc_port",
                                                          "server.api_key_file",
+                                                         "server.tls_cert_file",
+                                                         "server.tls_key_file",
                                                          "server.shutdown_timeout_s",
                                                          "worker.metrics_port",
                                                          "worker.join_timeout_s"};
@@ -243,6 +272,12 @@ Json BuildSchedulerDeployment(const InferenceDeployment& d, int group,
     mounts.push_back({{"name", "api-key"}, {"mountPath", kApiKeyDir}, {"readOnly", true}});
     volumes.push_back({{"name", "api-key"}, {"secret", {{"secretName", s.api_key->name}}}});
   }
+  MountControlToken(s, mounts, volumes);
+  const bool https = s.tls.has_value();
+  if (https) {
+    mounts.push_back({{"name", "tls"}, {"mountPath", kTlsDir}, {"readOnly", true}});
+    volumes.push_back({{"name", "tls"}, {"secret", {{"secretName", s.tls->secret_name}}}});
+  }
   Json env = Json::array();
   AppendUserEnv(env, s.scheduler);
   Json container = {
@@ -254,9 +289,9 @@ Json BuildSchedulerDeployment(const InferenceDeployment& d, int group,
        Json::array({{{"name", "http"}, {"containerPort", kHttpPort}, {"protocol", "TCP"}},
                     {{"name", "grpc"}, {"containerPort", kGrpcPort}, {"protocol", "TCP"}},
                     {{"name", "control"}, {"containerPort", kControlPort}, {"protocol", "TCP"}}})},
-      {"readinessProbe", HttpProbe("/ready", "http", 5, 3)},
-      {"livenessProbe", HttpProbe("/health", "http", 10, 6)},
-      {"startupProbe", HttpProbe("/health", "http", kProbePeriodSeconds, 60)},
+      {"readinessProbe", HttpProbe("/ready", "http", 5, 3, https)},
+      {"livenessProbe", HttpProbe("/health", "http", 10, 6, https)},
+      {"startupProbe", HttpProbe("/health", "http", kProbePeriodSeconds, 60, https)},
       {"volumeMounts", mounts},
   };
   if (!env.empty()) container["env"] = env;
@@ -307,6 +342,7 @@ Json BuildWorkerStatefulSet(const InferenceDeployment& d, int group, int stage,
   mounts.push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
   Json volumes = CommonVolumes(d, revision);
   volumes.push_back({{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}});
+  MountControlToken(s, mounts, volumes);
   Json container = {
       {"name", "worker"},
       {"image", s.image},

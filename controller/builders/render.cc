@@ -15,7 +15,9 @@ absl::StatusOr<std::vector<nlohmann::json>> RenderManifest(const std::string& ma
   std::vector<Json> out;
   int found = 0;
   for (const Json& doc : docs) {
-    if (!doc.is_object() || doc.value("kind", "") != kKind) continue;
+    // Not value("kind", ""): it throws when kind is not a string (tests/fuzz).
+    const auto kind = doc.find("kind");  // end() for a document that is not an object
+    if (kind == doc.end() || *kind != kKind) continue;
     ++found;
     absl::StatusOr<InferenceDeployment> d = ParseInferenceDeployment(doc);
     if (!d.ok()) {

@@ -1,18 +1,22 @@
 // `orca serve`: one model behind the OpenAI-compatible HTTP API, with metrics.
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
 
-#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -25,9 +29,12 @@
 #include "engine/common/status_macros.h"
 #include "engine/config/config_loader.h"
 #include "engine/group/group_executor.h"
+#include "engine/server/authenticator.h"
+#include "engine/server/client_limiter.h"
 #include "engine/server/grpc_server.h"
 #include "engine/server/http_server.h"
 #include "engine/server/serving_metrics.h"
+#include "engine/server/tls_credentials.h"
 
 namespace orca {
 namespace {
@@ -131,13 +138,64 @@ void Shutdown(Engine& engine, HttpServer& http, GrpcServer* grpc, absl::Duration
   ORCA_LOG(INFO) << "shut down in " << absl::FormatDuration(absl::Now() - start);
 }
 
+// The control-plane token `orca serve` makes for its local workers when
+// parallelism.control_token_file is not set: 32 random bytes (getrandom(2), the kernel's
+// CSPRNG) as 64 hex digits, in a file of $TMPDIR (or /tmp) that only this user can read
+// (mkstemp creates it 0600). The workers get its path with --control-token-file (they
+// read it at every start: the supervisor restarts them), and it is removed when serving
+// ends. A token on the command line or in the environment would be readable by other
+// users in /proc.
+class GeneratedTokenFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<GeneratedTokenFile>> Create() {
+    unsigned char bytes[32];
+    size_t got = 0;
+    while (got < sizeof(bytes)) {
+      const ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        return absl::InternalError(
+            absl::StrCat("cannot draw the control-plane token: getrandom: ", std::strerror(errno)));
+      }
+      got += static_cast<size_t>(n);
+    }
+    auto f = std::unique_ptr<GeneratedTokenFile>(new GeneratedTokenFile());
+    f->token_ = absl::BytesToHexString(
+        absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
+    const char* tmp = std::getenv("TMPDIR");
+    std::string path = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/orca-control-XXXXXX");
+    const int fd = mkstemp(path.data());
+    if (fd < 0) {
+      return absl::InternalError(absl::StrCat("cannot create the control-plane token file ", path,
+                                              ": ", std::strerror(errno)));
+    }
+    f->path_ = path;
+    const std::string line = f->token_ + "\n";
+    const bool written = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    close(fd);
+    if (!written) return absl::InternalError(absl::StrCat("cannot write ", path));
+    return f;
+  }
+  ~GeneratedTokenFile() {
+    if (!path_.empty()) unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  const std::string& token() const { return token_; }
+
+ private:
+  GeneratedTokenFile() = default;
+  std::string path_;
+  std::string token_;
+};
+
 // `orca serve` (Role::kServe) runs the engine in-process, or with --tensor-parallel /
 // --pipeline-parallel a local group whose workers it spawns; `orca scheduler`
 // (Role::kScheduler) always serves a group whose workers dial in (Kubernetes runs them
 // as pods).
 
 struct Group {
-  std::unique_ptr<Executor> executor;  // null: in-process
+  std::unique_ptr<GeneratedTokenFile> token_file;  // outlives the workers that read it
+  std::unique_ptr<Executor> executor;              // null: in-process
   std::unique_ptr<WorkerSupervisor> workers;
 };
 
@@ -152,6 +210,17 @@ absl::StatusOr<Group> StartGroup(const EngineConfig& config, Role role) {
   go.listen = absl::StrCat(role == Role::kServe ? "127.0.0.1" : "0.0.0.0", ":", p.control_port);
   go.kv_cache = config.kv_cache;
   go.rank_deadline_s = p.rank_deadline_s;
+  // The control plane is authenticated: by the configured token, or (orca serve) by one
+  // made for the local workers.
+  std::string token_file = p.control_token_file;
+  if (token_file.empty() && role == Role::kServe) {
+    ORCA_ASSIGN_OR_RETURN(g.token_file, GeneratedTokenFile::Create());
+    token_file = g.token_file->path();
+  }
+  if (!token_file.empty()) {
+    ORCA_ASSIGN_OR_RETURN(go.control_token,
+                          ReadSecretFile(token_file, "parallelism.control_token_file"));
+  }
   ORCA_ASSIGN_OR_RETURN(auto executor, GroupExecutor::Create(go));
   if (role == Role::kServe) {
     // Local workers: this binary again, configured from this configuration (ToFlags), each
@@ -167,6 +236,7 @@ absl::StatusOr<Group> StartGroup(const EngineConfig& config, Role role) {
         w.worker.tp_rank = tp;
         w.worker.host = "127.0.0.1";
         w.worker.metrics_port = -1;
+        w.parallel.control_token_file = token_file;
         w.device.threads = std::max<int32_t>(1, cpus / world);
         w.device.index = config.device.index + stage * p.tensor + tp;
         std::vector<std::string> args = {"worker"};
@@ -218,9 +288,13 @@ absl::Status Serve(const EngineConfig& config, Role role) {
     so.served_model_name = dir.substr(dir.find_last_of('/') + 1);
   }
   if (!config.server.api_key_file.empty()) {
-    ORCA_ASSIGN_OR_RETURN(std::string key, ReadFile(config.server.api_key_file));
-    so.api_key = std::string(absl::StripAsciiWhitespace(key));
-    if (so.api_key.empty()) return absl::InvalidArgumentError("--api-key-file is empty");
+    ORCA_ASSIGN_OR_RETURN(so.api_key,
+                          ReadSecretFile(config.server.api_key_file, "server.api_key_file"));
+  }
+  ORCA_ASSIGN_OR_RETURN(
+      so.tls, LoadTlsCredentials(config.server.tls_cert_file, config.server.tls_key_file));
+  if (config.server.max_concurrent_per_client > 0) {
+    so.client_limiter = std::make_shared<ClientLimiter>(config.server.max_concurrent_per_client);
   }
   std::string template_source = engine->tokenizer().chat_template();
   if (!config.server.chat_template.empty()) {
@@ -264,12 +338,15 @@ absl::Status Serve(const EngineConfig& config, Role role) {
     go.ready = so.ready;
     go.draining = so.draining;
     go.api_key = so.api_key;  // one key, one check (Authenticator) for every transport
+    go.tls = so.tls;
+    go.client_limiter = so.client_limiter;  // one budget per client across both transports
     ORCA_ASSIGN_OR_RETURN(grpc, GrpcServer::Start(e, go));
-    std::cout << "orca: gRPC on " << so.host << ":" << grpc->port() << std::endl;
+    std::cout << "orca: gRPC on " << so.host << ":" << grpc->port() << (so.tls ? " (TLS)" : "")
+              << std::endl;
   }
   // A line tests and supervisors can wait for.
-  std::cout << "orca: serving " << so.served_model_name << " on http://" << so.host << ":"
-            << http->port() << std::endl;
+  std::cout << "orca: serving " << so.served_model_name << " on "
+            << (so.tls ? "https://" : "http://") << so.host << ":" << http->port() << std::endl;
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   Shutdown(*engine, *http, grpc.get(), absl::Seconds(config.server.shutdown_timeout_s));
   return absl::OkStatus();

@@ -1,7 +1,8 @@
 // `orca worker`: the ranks of one worker process in a serving group (DESIGN.md
 // section 4). It hosts --gpus-per-pod ranks of pipeline stage --stage (tp ranks
 // pod-index × gpus-per-pod onwards; or exactly --tp-rank), each dialing the scheduler at
-// --scheduler, and serves /health, /ready and /metrics on --metrics-port. Its other
+// --scheduler (with the control-plane token of --control-token-file, when set), and
+// serves /health, /ready and /metrics on --metrics-port. Its other
 // settings (model, dtype, device, memory fraction, threads) come from engine.yaml
 // (--config) and flags, as for every role (engine/config). $ORCA_POD_NAME, where set,
 // names the ranks in the scheduler's logs.
@@ -34,6 +35,7 @@
 #include "engine/common/status_macros.h"
 #include "engine/config/config_loader.h"
 #include "engine/metrics/metrics.h"
+#include "engine/server/authenticator.h"
 #include "engine/worker/worker.h"
 #include "engine/worker/worker_health.h"
 #include "httplib.h"
@@ -120,6 +122,10 @@ absl::Status RunWorker(const EngineConfig& config) {
   base.model = config.model;
   base.stage = place.stage;
   base.host = place.host.empty() ? DefaultHost() : place.host;
+  if (!config.parallel.control_token_file.empty()) {
+    ORCA_ASSIGN_OR_RETURN(base.control_token, ReadSecretFile(config.parallel.control_token_file,
+                                                             "parallelism.control_token_file"));
+  }
   std::vector<int32_t> tp_ranks;
   if (place.tp_rank >= 0) {
     tp_ranks.push_back(place.tp_rank);

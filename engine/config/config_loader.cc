@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <set>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/common/file_util.h"
 #include "engine/common/status_macros.h"
+#include "engine/common/utf8.h"
 
 namespace orca {
 namespace {
@@ -37,8 +39,24 @@ std::vector<std::string> Sections() {
 }
 
 std::string YamlScalar(const Setting& s, const std::string& value) {
-  if (s.type == SettingType::kString) return nlohmann::json(value).dump();  // a YAML string
+  if (s.type == SettingType::kString) {
+    // A YAML string. Bytes that are not UTF-8 (a flag can carry them) become U+FFFD
+    // rather than an exception.
+    return nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   return value;
+}
+
+// Fails when `text` is not what YAML allows: UTF-8 without control characters. yaml-cpp
+// lets other bytes through (and mangles NUL) into strings that nothing downstream can
+// write out (tests/fuzz/engine_yaml_fuzzer).
+absl::Status CheckYamlText(absl::string_view text, const std::string& source) {
+  const size_t bad = FindNonPrintableYaml(std::string_view(text.data(), text.size()));
+  if (bad == std::string_view::npos) return absl::OkStatus();
+  const size_t line = 1 + std::count(text.begin(), text.begin() + bad, '\n');
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ": line ", line, ": not UTF-8 or a control character (byte ", bad,
+                   "); YAML text is UTF-8 and spells control characters as escapes"));
 }
 
 }  // namespace
@@ -90,6 +108,7 @@ absl::StatusOr<EngineConfig> ParseCommandLine(Role role, const std::vector<std::
 
 absl::Status ApplyEngineYaml(absl::string_view text, const std::string& source,
                              EngineConfig& config) {
+  ORCA_RETURN_IF_ERROR(CheckYamlText(text, source));
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));

@@ -81,6 +81,9 @@ struct ParallelOptions {
   int32_t gpus_per_pod = 1;     // ranks one `orca worker` process hosts
   int32_t control_port = 8002;  // the scheduler's control plane (orca serve: 0 = any)
   double rank_deadline_s = 10;  // a rank silent this long breaks the group (0 = off)
+  // File holding the shared token every control-plane call carries ("" = none; orca
+  // serve then generates one for its local workers).
+  std::string control_token_file;
 };
 
 // The public endpoints of `orca serve` / `orca scheduler`.
@@ -91,7 +94,10 @@ struct ServerOptions {
   std::string api_key_file;   // "" = no authentication
   std::string chat_template;  // file; "" = the tokenizer's
   int64_t max_body_bytes = 8 << 20;
-  double shutdown_timeout_s = 20;  // after SIGTERM, then exit regardless
+  double shutdown_timeout_s = 20;         // after SIGTERM, then exit regardless
+  std::string tls_cert_file;              // PEM; with tls_key_file: HTTPS and gRPC over TLS
+  std::string tls_key_file;               // PEM private key of tls_cert_file
+  int32_t max_concurrent_per_client = 0;  // open requests per client address (0 = no limit)
 };
 
 // Where one `orca worker` process sits in its group; the command line's, per pod.

@@ -247,6 +247,11 @@ std::vector<Setting> BuildSettings() {
              "seconds a rank may stay silent (no heartbeat) before the group breaks "
              "and, under orca serve, the worker is restarted; a worker whose plan runs longer "
              "reports itself unhealthy (0 = off)"));
+  s.push_back(String("parallelism.control_token_file", "control-token-file", &C::parallel,
+                     &ParallelOptions::control_token_file, kServing | kWorker,
+                     "file holding the shared token every control-plane call (Join, the "
+                     "rendezvous store) must carry; the scheduler refuses calls without it "
+                     "(orca serve with local workers generates one when unset)"));
   // server
   s.push_back(String("server.host", "host", &C::server, &ServerOptions::host, kServing,
                      "address the HTTP and gRPC APIs listen on"));
@@ -258,6 +263,18 @@ std::vector<Setting> BuildSettings() {
   s.push_back(String("server.api_key_file", "api-key-file", &C::server,
                      &ServerOptions::api_key_file, kServing,
                      "file holding the API key clients must send as a Bearer token"));
+  s.push_back(String("server.tls_cert_file", "tls-cert-file", &C::server,
+                     &ServerOptions::tls_cert_file, kServing,
+                     "PEM certificate (chain) of the HTTP and gRPC APIs: with tls-key-file they "
+                     "serve HTTPS and gRPC over TLS only"));
+  s.push_back(String("server.tls_key_file", "tls-key-file", &C::server,
+                     &ServerOptions::tls_key_file, kServing,
+                     "PEM private key of tls-cert-file (both or neither)"));
+  s.push_back(Int("server.max_concurrent_per_client", "max-concurrent-per-client", &C::server,
+                  &ServerOptions::max_concurrent_per_client, 0, 1 << 20, kServing,
+                  "open requests one client address may have on the HTTP and gRPC APIs "
+                  "together; one more is answered 429 / RESOURCE_EXHAUSTED (0 = no limit; "
+                  "behind a proxy every client shares its address)"));
   s.push_back(String("server.chat_template", "chat-template", &C::server,
                      &ServerOptions::chat_template, kServing,
                      "Jinja chat template file (default: the tokenizer's)"));

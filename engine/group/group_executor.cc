@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/group/control_plane_guard.h"
 #include "engine/group/plan_codec.h"
 #include "engine/runner/kv_cache_sizing.h"
 #include "engine/runner/model_runner.h"
@@ -60,6 +61,7 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   int32_t num_kv_blocks = 0;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
+  std::unique_ptr<ControlPlaneGuard> guard;  // set by Create before the server starts
 
   int32_t world() const { return options.parallel.pipeline * options.parallel.tensor; }
   int32_t pipeline() const { return options.parallel.pipeline; }
@@ -72,8 +74,9 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   }
 
   grpc::Status Join(grpc::ServerContext* ctx, Stream* stream) override;
-  grpc::Status StoreSet(grpc::ServerContext*, const v1::StoreSetRequest* req,
+  grpc::Status StoreSet(grpc::ServerContext* ctx, const v1::StoreSetRequest* req,
                         v1::StoreSetResponse*) override {
+    if (grpc::Status admitted = guard->Admit(*ctx, "StoreSet"); !admitted.ok()) return admitted;
     absl::MutexLock lock(&mu_);
     store_[req->key()] = req->value();
     return grpc::Status::OK;
@@ -150,6 +153,7 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
 };
 
 grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream) {
+  if (grpc::Status admitted = guard->Admit(*ctx, "Join"); !admitted.ok()) return admitted;
   v1::WorkerMessage m;
   if (!stream->Read(&m) || !m.has_hello()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be a hello");
@@ -313,6 +317,7 @@ void GroupExecutor::Impl::Break(const std::string& reason) {
 
 grpc::Status GroupExecutor::Impl::StoreGet(grpc::ServerContext* ctx, const v1::StoreGetRequest* req,
                                            v1::StoreGetResponse* resp) {
+  if (grpc::Status admitted = guard->Admit(*ctx, "StoreGet"); !admitted.ok()) return admitted;
   absl::MutexLock lock(&mu_);
   auto all_present = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     if (shutting_down_ || ctx->IsCancelled()) return true;
@@ -466,6 +471,7 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
   ORCA_ASSIGN_OR_RETURN(impl->num_kv_blocks, KvCacheBlocks(impl->config, impl->pipeline(),
                                                            impl->tensor(), options.kv_cache));
 
+  impl->guard = std::make_unique<ControlPlaneGuard>(options.control_token);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(impl.get());
@@ -484,7 +490,11 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
   ORCA_LOG(INFO) << "group: control plane on port " << impl->port << ", waiting for "
                  << impl->world() << " rank(s) (" << impl->pipeline() << " stages x "
                  << impl->tensor() << " tensor ranks), KV cache " << impl->num_kv_blocks
-                 << " blocks per rank";
+                 << " blocks per rank; "
+                 << (impl->guard->enabled() ? "calls must carry the control-plane token"
+                                            : "UNAUTHENTICATED: anyone who reaches this port may "
+                                              "join the group or write its rendezvous store "
+                                              "(set parallelism.control_token_file)");
   impl->StartWatchdog();
   return std::unique_ptr<GroupExecutor>(new GroupExecutor(std::move(impl)));
 }

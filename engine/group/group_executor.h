@@ -25,6 +25,9 @@
 // ranks' streams are ended so they re-dial with a fresh communicator, and the group
 // re-initialises under a new generation when all ranks are back. Nothing waits forever.
 //
+// Authentication: with a control_token every call (Join, StoreSet, StoreGet) must carry
+// it, else it fails UNAUTHENTICATED before it does anything (control_plane_guard.h).
+//
 // Submit/Wait are called by the engine thread; ready() and SetUnresponsiveRankHandler
 // from any thread.
 #pragma once
@@ -52,6 +55,9 @@ struct GroupExecutorOptions {
   // and breaks the group (see above); 0 = no deadline. Many worker heartbeats long.
   // From parallelism.rank_deadline_s (--rank-deadline).
   double rank_deadline_s = 10;
+  // The shared token every control-plane call must carry (the content of
+  // parallelism.control_token_file); "" = none: anyone who reaches `listen` may join.
+  std::string control_token;
 };
 
 // Called once for each rank that missed the deadline, after the group broke, with

@@ -4,6 +4,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/common/file_util.h"
 
 namespace orca {
 
@@ -23,19 +25,32 @@ absl::Status Authenticator::Check(absl::string_view authorization) const {
   if (key_.empty()) return absl::OkStatus();
   constexpr absl::string_view kScheme = "bearer ";
   if (authorization.empty()) {
-    return absl::UnauthenticatedError("Missing API key: send it as 'Authorization: Bearer <key>'.");
+    return absl::UnauthenticatedError(
+        absl::StrCat("Missing ", what_, ": send it as 'Authorization: Bearer <", what_, ">'."));
   }
   if (authorization.size() < kScheme.size() ||
       !absl::EqualsIgnoreCase(authorization.substr(0, kScheme.size()), kScheme)) {
     return absl::UnauthenticatedError(
-        "Malformed Authorization: expected 'Authorization: Bearer <key>'.");
+        absl::StrCat("Malformed Authorization: expected 'Authorization: Bearer <", what_, ">'."));
   }
   const absl::string_view presented =
       absl::StripAsciiWhitespace(authorization.substr(kScheme.size()));
   if (!ConstantTimeEquals(presented, key_)) {
-    return absl::UnauthenticatedError("Incorrect API key provided.");
+    return absl::UnauthenticatedError(absl::StrCat("Incorrect ", what_, " provided."));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string_view setting) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(), absl::StrCat(setting, ": ", text.status().message()));
+  }
+  std::string secret(absl::StripAsciiWhitespace(*text));
+  if (secret.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(setting, ": ", path, " is empty"));
+  }
+  return secret;
 }
 
 }  // namespace orca

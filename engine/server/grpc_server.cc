@@ -86,23 +86,26 @@ class GrpcServer::Service final : public v1::Inference::Service {
   void BeginShutdown() { service_.StopAdmitting(); }
   int open_requests() const { return service_.open_requests(); }
 
-  // Every method starts with Admit: authentication, then whether the server still admits.
-  grpc::Status Admit(const grpc::ServerContext& context) const {
+  // Every method starts with Admit: authentication, whether the server still admits, then
+  // one of the client's places (held by the returned slot until the call ends).
+  absl::StatusOr<ClientLimiter::Slot> Admit(const grpc::ServerContext& context) const {
     absl::string_view authorization;
     const auto& metadata = context.client_metadata();
     if (auto it = metadata.find("authorization"); it != metadata.end()) {
       authorization = absl::string_view(it->second.data(), it->second.size());
     }
-    if (absl::Status s = authenticator_.Check(authorization); !s.ok()) return ToGrpc(s);
+    ORCA_RETURN_IF_ERROR(authenticator_.Check(authorization));
     if (service_.draining()) {
-      return ToGrpc(absl::UnavailableError("the server is shutting down; retry the call"));
+      return absl::UnavailableError("the server is shutting down; retry the call");
     }
-    return grpc::Status::OK;
+    if (options_.client_limiter == nullptr) return ClientLimiter::Slot();
+    return options_.client_limiter->Acquire(ClientKeyFromGrpcPeer(context.peer()));
   }
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override {
-    if (grpc::Status admitted = Admit(*context); !admitted.ok()) return admitted;
+    absl::StatusOr<ClientLimiter::Slot> slot = Admit(*context);
+    if (!slot.ok()) return ToGrpc(slot.status());
     if (request->prompt_case() == v1::GenerateRequest::PROMPT_NOT_SET) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "a prompt (text or token_ids) is required");
@@ -166,16 +169,23 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(Engine* engine,
                                                               GrpcServerOptions options) {
   auto s = std::unique_ptr<GrpcServer>(new GrpcServer());
   const std::string address = options.address;
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  const bool tls = options.tls.has_value();
+  if (tls) {
+    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    ssl.pem_key_cert_pairs.push_back({options.tls->key_pem, options.tls->cert_pem});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
   s->service_ = std::make_unique<Service>(engine, std::move(options));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(address, credentials, &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 4);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));
   }
-  ORCA_LOG(INFO) << "gRPC API (orca.v1.Inference) on port " << s->port_;
+  ORCA_LOG(INFO) << "gRPC API (orca.v1.Inference) on port " << s->port_ << (tls ? " over TLS" : "");
   return s;
 }
 

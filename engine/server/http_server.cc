@@ -24,6 +24,7 @@
 #include "engine/server/api_error.h"
 #include "engine/server/generation_service.h"
 #include "engine/server/internal/http_listener.h"
+#include "engine/server/internal/tls_sessions.h"
 #include "engine/server/openai_request.h"
 #include "engine/server/openai_response.h"
 
@@ -182,6 +183,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine,
   lo.busy_body = FromStatus(absl::UnavailableError(
                                 "The server has too many open connections; retry the request."))
                      .ToJson();
+  if (s->options_.tls) {
+    ORCA_ASSIGN_OR_RETURN(std::unique_ptr<TlsSessions> tls,
+                          TlsSessions::Create(s->options_.tls->cert_pem, s->options_.tls->key_pem));
+    lo.tls = std::move(tls);
+  }
   s->server_ = std::make_unique<HttpListener>(std::move(lo));
   s->server_->set_payload_max_length(s->options_.max_body_bytes);
   s->server_->set_read_timeout(30, 0);
@@ -237,8 +243,8 @@ absl::Status HttpServer::Start() {
   for (int i = 0; i < 5000 && !server_->is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ORCA_LOG(INFO) << "HTTP API on " << options_.host << ":" << port_ << " serving '"
-                 << options_.served_model_name << "'";
+  ORCA_LOG(INFO) << (options_.tls ? "HTTPS" : "HTTP") << " API on " << options_.host << ":" << port_
+                 << " serving '" << options_.served_model_name << "'";
   return absl::OkStatus();
 }
 
@@ -282,6 +288,19 @@ void HttpServer::Routes() {
         HttpListener::CloseConnectionAfterResponse();
       }
       return httplib::Server::HandlerResponse::Handled;
+    }
+    if (ClientLimiter* limiter = options_.client_limiter.get(); limiter && limiter->enabled()) {
+      auto slot = limiter->Acquire(ClientKeyFromAddress(req.remote_addr));
+      if (!slot.ok()) {
+        SendError(res, FromStatus(slot.status()));  // 429, rate_limit_error, Retry-After
+        if (req.method == "POST") {                 // the body is not read, as above
+          res.set_header("Connection", "close");
+          HttpListener::CloseConnectionAfterResponse();
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      HttpListener::HoldUntilResponseWritten(
+          std::make_shared<ClientLimiter::Slot>(std::move(*slot)));
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -40,7 +41,9 @@
 #include "absl/status/statusor.h"
 #include "engine/core/engine.h"
 #include "engine/server/authenticator.h"
+#include "engine/server/client_limiter.h"
 #include "engine/server/generation_service.h"
+#include "engine/server/tls_credentials.h"
 
 namespace orca {
 
@@ -52,7 +55,10 @@ struct HttpServerOptions {
   std::string host = "0.0.0.0";
   int port = 8000;  // 0 = pick a free port
   std::string served_model_name;
-  std::string api_key;              // empty: no authentication
+  std::string api_key;                // empty: no authentication
+  std::optional<TlsCredentials> tls;  // HTTPS with these (LoadTlsCredentials); none: HTTP
+  // Open requests per client (shared with the gRPC server); null: no limit.
+  std::shared_ptr<ClientLimiter> client_limiter;
   size_t max_body_bytes = 8 << 20;  // larger bodies get 413 (chunked ones too)
   int num_threads = 512;  // requests served at once (a stream holds one; idle clients none)
   // Open connections at most (lowered to what RLIMIT_NOFILE allows); one more is

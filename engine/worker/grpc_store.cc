@@ -6,9 +6,14 @@
 
 namespace orca {
 
+void GrpcStore::Prepare(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) const {
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  if (!control_token_.empty()) ctx.AddMetadata("authorization", "Bearer " + control_token_);
+}
+
 void GrpcStore::set(const std::string& key, const std::vector<char>& data) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
+  Prepare(ctx, timeout_);
   v1::StoreSetRequest req;
   req.set_key(key);
   req.set_value(std::string(data.begin(), data.end()));
@@ -20,7 +25,7 @@ void GrpcStore::set(const std::string& key, const std::vector<char>& data) {
 v1::StoreGetResponse GrpcStore::Get(const std::vector<std::string>& keys,
                                     std::chrono::milliseconds timeout) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  Prepare(ctx, timeout);
   v1::StoreGetRequest req;
   for (const std::string& k : keys) req.add_keys(k);
   v1::StoreGetResponse resp;

@@ -35,7 +35,16 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
 // scheduler may not yet have noticed that the rank's previous connection is dead.
 bool IsConfigurationError(const absl::Status& s) {
   return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsFailedPrecondition(s) ||
-         absl::IsUnimplemented(s) || absl::IsDataLoss(s);
+         absl::IsUnimplemented(s) || absl::IsDataLoss(s) || absl::IsUnauthenticated(s);
+}
+
+// Returns the status of a failed Join; a refused token says so, and how to fix it.
+absl::Status JoinFailure(const grpc::Status& s, const std::string& scheduler) {
+  if (s.error_code() != grpc::StatusCode::UNAUTHENTICATED) return FromGrpc(s, "joining the group");
+  return absl::UnauthenticatedError(absl::StrCat(
+      "control-plane token refused by the scheduler at ", scheduler, " (", s.error_message(),
+      "): give the worker and the scheduler the same parallelism.control_token_file "
+      "(--control-token-file)"));
 }
 
 // The session's writes, from the rank's thread (ready, results, errors) and the
@@ -282,6 +291,9 @@ absl::Status WorkerRank::Session() {
   auto stub = v1::ControlPlane::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_wait_for_ready(true);  // the scheduler may start after us
+  if (!options_.control_token.empty()) {
+    ctx.AddMetadata("authorization", "Bearer " + options_.control_token);
+  }
   {
     absl::MutexLock lock(&mu_);
     if (stop_) return absl::OkStatus();
@@ -305,7 +317,7 @@ absl::Status WorkerRank::Session() {
   h->set_worker(options_.name);
   v1::SchedulerMessage in;
   if (!stream->Write(hello) || !stream->Read(&in)) {
-    return FromGrpc(stream->Finish(), "joining the group");
+    return JoinFailure(stream->Finish(), options_.scheduler);
   }
   if (!in.has_init()) {
     ctx.TryCancel();
@@ -361,7 +373,7 @@ absl::Status WorkerRank::Session() {
   const absl::Duration timeout =
       absl::Seconds(init.comm_timeout_s() > 0 ? init.comm_timeout_s() : 60);
   if (init.comm() == "gloo") {
-    GrpcStore store(stub.get(), absl::ToChronoMilliseconds(timeout));
+    GrpcStore store(stub.get(), absl::ToChronoMilliseconds(timeout), options_.control_token);
     GlooOptions go;
     go.hostname = options_.host;
     go.timeout = timeout;

@@ -18,6 +18,11 @@
 // join timeout). Drain() lets a rank in a group go on executing plans until the scheduler
 // ends its session (the scheduler drains first), then Run() returns; a rank not in a
 // group returns at once. Stop() ends the session now.
+//
+// Authentication: with a control_token every call to the scheduler (Join, the Gloo
+// rendezvous store) carries `authorization: Bearer <token>`. A scheduler that refuses it
+// (UNAUTHENTICATED: a wrong or missing token on either side) ends Run() at once with an
+// error saying "control-plane token refused": dialing again cannot fix it.
 #pragma once
 
 #include <atomic>
@@ -49,6 +54,8 @@ struct WorkerOptions {
   DeviceOptions device;  // this rank's: threads its share, index its GPU
   std::string host;      // address peers reach this rank's data plane at; "" = hostname
   std::string name;      // for the scheduler's logs
+  // The shared control-plane token (parallelism.control_token_file's content); "" = none.
+  std::string control_token;
   absl::Duration retry = absl::Seconds(1);  // between dial attempts
   // Between heartbeats; well below the scheduler's rank deadline (10 s by default).
   absl::Duration heartbeat = absl::Milliseconds(500);
@@ -86,8 +93,8 @@ class WorkerRank {
 
  private:
   // One Join call; returns when it ends. A non-OK status is logged and retried unless
-  // it is InvalidArgument / NotFound / FailedPrecondition / Unimplemented / DataLoss
-  // (configuration errors and corrupt model files).
+  // it is InvalidArgument / NotFound / FailedPrecondition / Unimplemented / DataLoss /
+  // Unauthenticated (configuration errors, corrupt model files, a refused token).
   absl::Status Session();
   // Records that the rank entered (or left) a group now.
   void SetInGroup(bool in_group);

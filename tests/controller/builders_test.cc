@@ -83,6 +83,88 @@ TEST(BuildersTest, SchedulerDeploymentProbesAndApiKey) {
   EXPECT_EQ(dep["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"], "demo-engine-r");
 }
 
+// The Secret volume mounted at `path` in `workload`'s pod (null when none), and whether
+// the mount is read-only.
+Json SecretMountedAt(const Json& workload, const std::string& path, bool* read_only) {
+  const Json& pod = workload["spec"]["template"]["spec"];
+  for (const Json& m : pod["containers"][0]["volumeMounts"]) {
+    if (m["mountPath"] != path) continue;
+    *read_only = m.value("readOnly", false);
+    for (const Json& v : pod["volumes"]) {
+      if (v["name"] == m["name"]) return v.value("secret", Json());
+    }
+  }
+  return Json();
+}
+
+TEST(BuildersTest, ControlPlaneTokenReachesTheSchedulerAndEveryWorker) {
+  InferenceDeployment d =
+      Parse(CrBuilder()
+                .Pipeline(2)
+                .Set("/spec/controlPlane/tokenSecretRef", Json{{"name", "ctl"}, {"key", "shared"}})
+                .Build());
+  EXPECT_THAT(EngineConfigYaml(d),
+              ::testing::HasSubstr("control_token_file: \"/etc/orca/control-token/shared\""));
+  for (const Json& w : {BuildSchedulerDeployment(d, 0, "r"), BuildWorkerStatefulSet(d, 0, 0, "r"),
+                        BuildWorkerStatefulSet(d, 0, 1, "r")}) {
+    SCOPED_TRACE(w["metadata"]["name"].get<std::string>());
+    bool read_only = false;
+    EXPECT_EQ(SecretMountedAt(w, "/etc/orca/control-token", &read_only),
+              (Json{{"secretName", "ctl"}}));
+    EXPECT_TRUE(read_only);
+  }
+  // Without it: nothing mounted, the setting empty.
+  InferenceDeployment plain = Parse(CrBuilder().Build());
+  bool read_only = false;
+  EXPECT_TRUE(SecretMountedAt(BuildWorkerStatefulSet(plain, 0, 0, "r"), "/etc/orca/control-token",
+                              &read_only)
+                  .is_null());
+  EXPECT_THAT(EngineConfigYaml(plain), ::testing::HasSubstr("control_token_file: \"\""));
+}
+
+TEST(BuildersTest, TlsServesHttpsFromTheSecretAndProbesOverHttps) {
+  InferenceDeployment d =
+      Parse(CrBuilder().Set("/spec/tls/secretName", "cert").Ingress("llm.example.com").Build());
+  const std::string yaml = EngineConfigYaml(d);
+  EXPECT_THAT(yaml, ::testing::HasSubstr("tls_cert_file: \"/etc/orca/tls/tls.crt\""));
+  EXPECT_THAT(yaml, ::testing::HasSubstr("tls_key_file: \"/etc/orca/tls/tls.key\""));
+  Json dep = BuildSchedulerDeployment(d, 0, "r");
+  bool read_only = false;
+  EXPECT_EQ(SecretMountedAt(dep, "/etc/orca/tls", &read_only), (Json{{"secretName", "cert"}}));
+  EXPECT_TRUE(read_only);
+  const Json& c = dep["spec"]["template"]["spec"]["containers"][0];
+  for (const char* probe : {"readinessProbe", "livenessProbe", "startupProbe"}) {
+    EXPECT_EQ(c[probe]["httpGet"]["scheme"], "HTTPS") << probe;
+  }
+  // Workers serve no public API: no certificate, their metrics probes stay HTTP.
+  Json sts = BuildWorkerStatefulSet(d, 0, 0, "r");
+  EXPECT_TRUE(SecretMountedAt(sts, "/etc/orca/tls", &read_only).is_null());
+  EXPECT_FALSE(
+      sts["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["httpGet"].contains(
+          "scheme"));
+  // ingress-nginx proxies to the schedulers over HTTPS, unless told otherwise.
+  EXPECT_EQ(
+      BuildIngress(d)["metadata"]["annotations"]["nginx.ingress.kubernetes.io/backend-protocol"],
+      "HTTPS");
+  InferenceDeployment own =
+      Parse(CrBuilder()
+                .Set("/spec/tls/secretName", "cert")
+                .Ingress("llm.example.com")
+                .Set("/spec/ingress/annotations",
+                     Json{{"nginx.ingress.kubernetes.io/backend-protocol", "GRPCS"}})
+                .Build());
+  EXPECT_EQ(
+      BuildIngress(own)["metadata"]["annotations"]["nginx.ingress.kubernetes.io/backend-protocol"],
+      "GRPCS");
+  // Without TLS: plain probes, no annotation.
+  InferenceDeployment plain = Parse(CrBuilder().Ingress("llm.example.com").Build());
+  EXPECT_FALSE(
+      BuildSchedulerDeployment(
+          plain, 0, "r")["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]
+          .contains("scheme"));
+  EXPECT_FALSE(BuildIngress(plain)["metadata"].contains("annotations"));
+}
+
 TEST(BuildersTest, ServicesPublishNotReadyAddresses) {
   InferenceDeployment d = Parse(CrBuilder().Build());
   EXPECT_EQ(BuildHeadlessService(d, 0)["spec"]["clusterIP"], "None");

@@ -11,6 +11,7 @@
 #include "controller/client/kube_config.h"
 #include "controller/client/kube_errors.h"
 #include "controller/client/rest_client.h"
+#include "controller/client/watch_event.h"
 #include "controller/reconcile/informer.h"
 #include "tests/controller/fake_api_server.h"
 
@@ -344,6 +345,93 @@ TEST(KubeconfigTest, InClusterConfig) {
   EXPECT_EQ(c->bearer_token, "sa-token");
   EXPECT_EQ(c->token_file, dir + "/token");
   EXPECT_TRUE(absl::IsFailedPrecondition(LoadInClusterConfig(dir).status()));
+}
+
+// A kubeconfig whose server port does not fit an int made orca-controller die of an
+// uncaught std::out_of_range from std::stoi (found by tests/fuzz/kubeconfig_fuzzer); ports
+// outside [1, 65535] and URLs too long for the URL pattern are refused.
+TEST(KubeconfigTest, ServerPortsOutOfRangeAreRefused) {
+  for (const std::string& server :
+       {std::string("https://h:99999999999"), std::string("https://h:65536"),
+        std::string("http://h:0"), "https://" + std::string(100000, 'h')}) {
+    RestConfig config;
+    config.server = server;
+    auto client = RestClient::Create(config);
+    ASSERT_FALSE(client.ok()) << server.substr(0, 40);
+    EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(client.status().message()), HasSubstr("API server URL"));
+  }
+  RestConfig config;
+  config.server = "https://[::1]:6443";
+  EXPECT_TRUE(RestClient::Create(config).ok());
+}
+
+// Lines of a watch stream that the informers could not read (found by
+// tests/fuzz/watch_event_fuzzer): each is refused as a malformed event, so the watch
+// ends with an error and is restarted, instead of an exception or an undefined read in
+// the informer (metadata.resourceVersion) or the manager (metadata.name/namespace, labels).
+TEST(WatchEventTest, RefusesEventsTheInformersCannotRead) {
+  for (const char* line : {
+           R"({"type": 7, "object": {"metadata": {}}})",
+           R"({"type": "ADDED"})",
+           R"({"type": "ADDED", "object": "pod"})",
+           R"({"type": "ADDED", "object": {"kind": "Pod"}})",
+           R"({"type": "MODIFIED", "object": {"metadata": "x"}})",
+           R"({"type": "MODIFIED", "object": {"metadata": {"name": 5}}})",
+           R"({"type": "DELETED", "object": {"metadata": {"namespace": ["a"]}}})",
+           R"({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": 42}}})",
+           R"({"type": "ADDED", "object": {"metadata": {"labels": {"a": 1}}}})",
+           R"({"type": "ADDED", "object": {"metadata": {"labels": []}}})",
+       }) {
+    auto event = DecodeWatchEventLine(line, "watch pods");
+    ASSERT_FALSE(event.ok()) << line;
+    EXPECT_EQ(event.status().code(), absl::StatusCode::kInternal) << line;
+    EXPECT_THAT(std::string(event.status().message()),
+                HasSubstr("watch pods: malformed watch event"))
+        << line;
+  }
+}
+
+// An ERROR event always ends the watch with an error: its code picks the Status (410 Gone
+// relists), and a code that is missing, not an integer, out of range or a success is an
+// internal error, not OK and not an exception (tests/fuzz/watch_event_fuzzer).
+TEST(WatchEventTest, ErrorEventsAreNeverOk) {
+  auto gone = DecodeWatchEventLine(
+      R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})",
+      "watch pods");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_TRUE(IsGone(gone.status())) << gone.status();
+  for (const char* line : {
+           R"({"type": "ERROR", "object": {"code": "410"}})",
+           R"({"type": "ERROR", "object": {"code": 1e300}})",
+           R"({"type": "ERROR", "object": {"code": 200}})",
+           R"({"type": "ERROR", "object": {"code": -1}})",
+           R"({"type": "ERROR", "object": {"code": 18446744073709551615}})",
+           R"({"type": "ERROR"})",
+       }) {
+    auto event = DecodeWatchEventLine(line, "watch pods");
+    ASSERT_FALSE(event.ok()) << line;
+    EXPECT_FALSE(IsGone(event.status())) << line;
+  }
+}
+
+TEST(WatchEventTest, DecodesEventsAndSkipsUnknownTypes) {
+  auto added = DecodeWatchEventLine(
+      R"({"type":"ADDED","object":{"metadata":{"name":"p","namespace":"ns","resourceVersion":"7","labels":{"a":"b"}}}})",
+      "watch pods");
+  ASSERT_TRUE(added.ok()) << added.status();
+  ASSERT_TRUE(added->has_value());
+  EXPECT_EQ((*added)->type, WatchEventType::kAdded);
+  EXPECT_EQ((*added)->object["metadata"]["resourceVersion"], "7");
+  auto bookmark = DecodeWatchEventLine(
+      R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"9"}}})", "w");
+  ASSERT_TRUE(bookmark.ok() && bookmark->has_value());
+  EXPECT_EQ((*bookmark)->type, WatchEventType::kBookmark);
+  for (const char* skipped : {"", "  \r", R"({"type":"SYNC","object":1})"}) {
+    auto event = DecodeWatchEventLine(skipped, "w");
+    ASSERT_TRUE(event.ok()) << skipped;
+    EXPECT_FALSE(event->has_value()) << skipped;
+  }
 }
 
 }  // namespace

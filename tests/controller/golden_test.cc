@@ -61,7 +61,9 @@ INSTANTIATE_TEST_SUITE_P(Examples, GoldenTest,
                          ::testing::Values("single-gpu", "tp8-single-node", "tp8-pp2-multi-node",
                                            "autoscaled-ingress", "cpu-hpa", "hf-gateway",
                                            // hf:// pull, tokenSecret, lifecycle, InferencePool
-                                           "hf-inference-pool"));
+                                           "hf-inference-pool",
+                                           // API key, control-plane token, TLS, Ingress
+                                           "secured"));
 
 TEST(RenderTest, RejectsInvalidAndEmptyManifests) {
   EXPECT_TRUE(absl::IsNotFound(RenderManifest("apiVersion: v1\nkind: ConfigMap\n", "x").status()));
@@ -72,6 +74,17 @@ TEST(RenderTest, RejectsInvalidAndEmptyManifests) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("bad.yaml"), std::string::npos);
   EXPECT_TRUE(absl::IsInvalidArgument(RenderManifest("a: [", "broken.yaml").status()));
+}
+
+// A document whose kind is not a string (here null: the value is a comment) made
+// RenderManifest throw out of nlohmann::json::value() (found by tests/fuzz): such a
+// document is not an InferenceDeployment and is skipped like any other kind.
+TEST(RenderTest, SkipsDocumentsWhoseKindIsNotAString) {
+  for (const char* manifest : {"apiVersion: v1\nkind: # comment\n", "kind: 5\n", "kind: [a]\n",
+                               "- kind: InferenceDeployment\n"}) {
+    auto objects = RenderManifest(manifest, "x.yaml");
+    EXPECT_TRUE(absl::IsNotFound(objects.status())) << manifest << ": " << objects.status();
+  }
 }
 
 }  // namespace

@@ -302,5 +302,73 @@ TEST(LayoutTest, RevisionIgnoresReplicasAndServiceButNotImage) {
   EXPECT_EQ(RevisionHash(a->spec).size(), 10u);
 }
 
+TEST(SpecTest, ParsesTheControlPlaneTokenAndTls) {
+  auto none = ParseInferenceDeployment(CrBuilder().Build());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->spec.control_plane.token_secret.has_value());
+  EXPECT_FALSE(none->spec.tls.has_value());
+  auto d = ParseInferenceDeployment(CrBuilder()
+                                        .Set("/spec/controlPlane/tokenSecretRef/name", "orca-ctl")
+                                        .Set("/spec/tls/secretName", "orca-tls")
+                                        .Build());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE(d->spec.control_plane.token_secret.has_value());
+  EXPECT_EQ(d->spec.control_plane.token_secret->name, "orca-ctl");
+  EXPECT_EQ(d->spec.control_plane.token_secret->key, "token");  // the CRD's default
+  ASSERT_TRUE(d->spec.tls.has_value());
+  EXPECT_EQ(d->spec.tls->secret_name, "orca-tls");
+  auto keyed = ParseInferenceDeployment(
+      CrBuilder()
+          .Set("/spec/controlPlane/tokenSecretRef", Json{{"name", "s"}, {"key", "ctl.token"}})
+          .Build());
+  ASSERT_TRUE(keyed.ok()) << keyed.status();
+  EXPECT_EQ(keyed->spec.control_plane.token_secret->key, "ctl.token");
+}
+
+// The messages of tests/controller/testdata/bad-crs/{control-token-without-name,
+// tls-without-secret-name}.yaml, and the patterns of the schema.
+TEST(SpecTest, RejectsIncompleteControlPlaneTokenAndTls) {
+  struct Case {
+    const char* path;
+    Json value;
+    const char* message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"/spec/controlPlane/tokenSecretRef", Json{{"key", "token"}},
+            "spec.controlPlane.tokenSecretRef.name: is required"},
+           {"/spec/controlPlane/tokenSecretRef", Json{{"name", "Not_A_Name"}},
+            "spec.controlPlane.tokenSecretRef.name: \"Not_A_Name\" does not match"},
+           {"/spec/controlPlane/tokenSecretRef", Json{{"name", "s"}, {"key", "a/b"}},
+            "spec.controlPlane.tokenSecretRef.key: \"a/b\" does not match"},
+           {"/spec/tls", Json::object(), "spec.tls.secretName: is required"},
+           {"/spec/tls", Json{{"secretName", ""}}, "spec.tls.secretName: must not be empty"},
+           {"/spec/controlPlane", Json("x"), "spec.controlPlane: must be an object"},
+       }) {
+    auto d = ParseInferenceDeployment(CrBuilder().Set(c.path, c.value).Build());
+    ASSERT_FALSE(d.ok()) << c.path << " = " << c.value.dump();
+    EXPECT_THAT(std::string(d.status().message()), HasSubstr(c.message));
+  }
+}
+
+// Fields added after a release change no revision of a deployment that does not use
+// them (a controller upgrade must not roll every group): the revision of an example is
+// the one the controller before them computed (its golden's revision label).
+TEST(LayoutTest, RevisionOfDeploymentsWithoutSecurityFieldsIsUnchanged) {
+  auto d = ParseInferenceDeployment(
+      CrBuilder("tinyllama", "default")
+          .Set("/spec/model", Json{{"name", "tinyllama-1.1b-chat"},
+                                   {"uri", "pvc://models/TinyLlama-1.1B-Chat-v1.0"}})
+          .Image("ghcr.io/orca-serving/orca:0.1.0")
+          .Build());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(RevisionHash(d->spec), "b5d907217f");  // crds/examples/single-gpu.yaml
+  for (const char* path : {"/spec/controlPlane/tokenSecretRef/name", "/spec/tls/secretName"}) {
+    auto with = ParseInferenceDeployment(CrBuilder().Set(path, "s").Build());
+    auto without = ParseInferenceDeployment(CrBuilder().Build());
+    ASSERT_TRUE(with.ok() && without.ok());
+    EXPECT_NE(RevisionHash(with->spec), RevisionHash(without->spec)) << path << " rolls the pods";
+  }
+}
+
 }  // namespace
 }  // namespace orca::controller

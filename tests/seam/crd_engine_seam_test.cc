@@ -164,6 +164,42 @@ std::vector<Field> Fields() {
        },
        [](auto& c) { return Json(c.server.api_key_file); },
        {{Json{{"name", "keys"}, {"key", "token"}}, {}}, {Json{{"name", "keys"}}, {}}}},
+      {"/spec/controlPlane/tokenSecretRef",
+       kBoth,  // the scheduler checks the token, every worker sends it
+       [](auto& s) {
+         const auto& t = s.control_plane.token_secret;
+         return Json(t ? "/etc/orca/control-token/" + t->key : std::string());
+       },
+       [](auto& c) { return Json(c.parallel.control_token_file); },
+       {{Json{{"name", "ctl"}}, {}}, {Json{{"name", "ctl"}, {"key", "shared.token"}}, {}}}},
+      {"/spec/tls",
+       kScheduler,  // a kubernetes.io/tls Secret: tls.crt and tls.key
+       [](auto& s) {
+         return s.tls ? Json::array({"/etc/orca/tls/tls.crt", "/etc/orca/tls/tls.key"})
+                      : Json::array({"", ""});
+       },
+       [](auto& c) {
+         return Json::array({c.server.tls_cert_file, c.server.tls_key_file});
+       },
+       {{Json{{"secretName", "cert"}}, {}}}},
+  };
+}
+
+// The settings that name a file from a Secret, and the roles that read it: the file must
+// be inside one of the pod's mounts (else the process fails to start).
+struct SecretFile {
+  const char* setting;
+  std::vector<Role> roles;
+  std::function<std::string(const EngineConfig&)> path;
+};
+std::vector<SecretFile> SecretFiles() {
+  return {
+      {"server.api_key_file", {Role::kScheduler}, [](auto& c) { return c.server.api_key_file; }},
+      {"server.tls_cert_file", {Role::kScheduler}, [](auto& c) { return c.server.tls_cert_file; }},
+      {"server.tls_key_file", {Role::kScheduler}, [](auto& c) { return c.server.tls_key_file; }},
+      {"parallelism.control_token_file",
+       {Role::kScheduler, Role::kWorker},
+       [](auto& c) { return c.parallel.control_token_file; }},
   };
 }
 
@@ -172,6 +208,7 @@ struct Pod {
   std::string name;
   Role role;
   std::vector<std::string> args;
+  std::vector<std::string> mounts;  // the container's mount paths
   int group = -1;
   int stage = -1;
 };
@@ -205,7 +242,11 @@ std::vector<Pod> PodsOf(const std::vector<Json>& objects, const std::string& yam
     }
     // The engine.yaml mount: the ConfigMap volume at /etc/orca.
     bool mounted = false;
-    for (const Json& m : c["volumeMounts"]) mounted |= m["mountPath"] == "/etc/orca";
+    std::vector<std::string> mounts;
+    for (const Json& m : c["volumeMounts"]) {
+      mounted |= m["mountPath"] == "/etc/orca";
+      mounts.push_back(m["mountPath"]);
+    }
     EXPECT_TRUE(mounted) << o["metadata"]["name"] << " does not mount /etc/orca";
     const std::vector<std::string> command = c["command"];
     EXPECT_GE(command.size(), 2u);
@@ -214,6 +255,7 @@ std::vector<Pod> PodsOf(const std::vector<Json>& objects, const std::string& yam
     for (int ordinal = 0; ordinal < replicas; ++ordinal) {
       Pod pod;
       pod.name = absl::StrCat(o["metadata"]["name"].get<std::string>(), "-", ordinal);
+      pod.mounts = mounts;
       pod.role = command[1] == "worker" ? Role::kWorker : Role::kScheduler;
       EXPECT_TRUE(command[1] == "worker" || command[1] == "scheduler") << command[1];
       std::map<std::string, std::string> vars = env;
@@ -259,6 +301,18 @@ void CheckArrival(const Json& cr, const std::string& what, bool run_config_check
     for (const Field& f : Fields()) {
       if (std::find(f.roles.begin(), f.roles.end(), pod.role) == f.roles.end()) continue;
       EXPECT_EQ(f.got(*config), f.want(spec)) << f.path << " did not arrive in " << pod.name;
+    }
+    for (const SecretFile& f : SecretFiles()) {
+      const std::string path = f.path(*config);
+      if (path.empty() || std::find(f.roles.begin(), f.roles.end(), pod.role) == f.roles.end()) {
+        continue;
+      }
+      // /etc/orca itself is the ConfigMap: a secret must come from a deeper mount.
+      bool inside = false;
+      for (const std::string& m : pod.mounts) {
+        inside |= m != "/etc/orca" && absl::StartsWith(path, m + "/");
+      }
+      EXPECT_TRUE(inside) << f.setting << " = " << path << " is not inside a mount of " << pod.name;
     }
     if (pod.role == Role::kScheduler) {
       ++schedulers;

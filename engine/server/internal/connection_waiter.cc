@@ -50,8 +50,12 @@ bool HeaderComplete(const std::string& buffer, size_t from) {
 
 }  // namespace
 
-ConnectionWaiter::ConnectionWaiter(ReadyFn ready, ClosedFn closed, size_t max_header_bytes)
-    : ready_(std::move(ready)), closed_(std::move(closed)), max_header_bytes_(max_header_bytes) {}
+ConnectionWaiter::ConnectionWaiter(ReadyFn ready, ClosedFn closed, size_t max_header_bytes,
+                                   ConnectionIo* io)
+    : ready_(std::move(ready)),
+      closed_(std::move(closed)),
+      max_header_bytes_(max_header_bytes),
+      io_(io) {}
 
 ConnectionWaiter::~ConnectionWaiter() {
   Stop();
@@ -87,6 +91,7 @@ void ConnectionWaiter::WaitForRequest(int sock, std::string buffered,
 }
 
 void ConnectionWaiter::Linger(int sock, std::chrono::milliseconds time) {
+  if (io_ != nullptr) io_->Release(sock);  // what lingers is dropped unread, undecrypted
   ::shutdown(sock, SHUT_WR);
   if (lingering_.fetch_add(1) >= kMaxLingering) {
     --lingering_;
@@ -113,6 +118,7 @@ void ConnectionWaiter::Add(int sock, Entry entry) {
 }
 
 void ConnectionWaiter::Close(int sock, const Entry& e) {
+  if (io_ != nullptr) io_->Release(sock);
   CloseSocket(sock);
   if (e.linger) {
     --lingering_;
@@ -152,19 +158,27 @@ ConnectionWaiter::Next ConnectionWaiter::OnReadable(int sock, Entry& e) {
       return n < 0 && would_block() ? Next::kWait : Next::kClose;
     }
   }
-  const ssize_t n = RecvNow(sock, chunk, sizeof(chunk));
-  if (n < 0) return would_block() ? Next::kWait : Next::kClose;
-  if (n == 0) return Next::kClose;  // the client closed the connection
-  const size_t from = e.buffer.size();
-  if (from == 0) e.deadline = Clock::now() + e.header;  // the header's clock starts
-  e.buffer.append(chunk, static_cast<size_t>(n));
-  if (HeaderComplete(e.buffer, from)) return Next::kReady;
-  if (e.buffer.size() > max_header_bytes_) {
-    const std::string& r = HeaderTooLarge();
-    (void)!::send(sock, r.data(), r.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    return Next::kClose;
+  // Reads until nothing more has arrived: a TLS session may hold decrypted bytes that no
+  // further readiness event would announce.
+  while (true) {
+    const ssize_t n = io_ != nullptr ? io_->ReadNow(sock, chunk, sizeof(chunk))
+                                     : RecvNow(sock, chunk, sizeof(chunk));
+    if (n < 0) return would_block() ? Next::kWait : Next::kClose;
+    if (n == 0) return Next::kClose;  // the client closed the connection
+    const size_t from = e.buffer.size();
+    if (from == 0) e.deadline = Clock::now() + e.header;  // the header's clock starts
+    e.buffer.append(chunk, static_cast<size_t>(n));
+    if (HeaderComplete(e.buffer, from)) return Next::kReady;
+    if (e.buffer.size() > max_header_bytes_) {
+      const std::string& r = HeaderTooLarge();
+      if (io_ != nullptr) {
+        io_->WriteNow(sock, r);
+      } else {
+        (void)!::send(sock, r.data(), r.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      }
+      return Next::kClose;
+    }
   }
-  return Next::kWait;
 }
 
 void ConnectionWaiter::Loop() {

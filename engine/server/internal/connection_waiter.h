@@ -11,7 +11,11 @@
 //     reads our last answer instead of a reset.
 // Thread-safe. Callbacks run on the waiter's thread, or on the caller's for a header
 // already complete; they must not block. Owns the sockets it holds (closes them).
+// Request bytes are read from the socket itself, or through a ConnectionIo (HTTPS:
+// internal/tls_sessions.h decrypts them and is told before a socket is closed).
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -26,6 +30,21 @@
 
 namespace orca {
 
+// How the bytes of a request are read from a connection when they are not plain (TLS),
+// and how its session ends. Thread-safe: called for different sockets from the waiter's
+// thread and the connection threads, for one socket by one thread at a time.
+class ConnectionIo {
+ public:
+  virtual ~ConnectionIo() = default;
+  // Reads what has arrived on `sock` without blocking (finishing the session's handshake
+  // first): > 0 bytes, 0 when the peer closed, < 0 with errno (EAGAIN: nothing yet).
+  virtual ssize_t ReadNow(int sock, char* buf, size_t size) = 0;
+  // Writes `data` to `sock` without blocking, best effort (error answers).
+  virtual void WriteNow(int sock, const std::string& data) = 0;
+  // Ends the session of `sock` (which is closed or lingers next); idempotent.
+  virtual void Release(int sock) = 0;
+};
+
 class ConnectionWaiter {
  public:
   using Clock = std::chrono::steady_clock;
@@ -34,7 +53,9 @@ class ConnectionWaiter {
   // A connection waiting for a request was closed here.
   using ClosedFn = std::function<void()>;
 
-  ConnectionWaiter(ReadyFn ready, ClosedFn closed, size_t max_header_bytes);
+  // `io`: how request bytes are read (null: from the socket); must outlive the waiter.
+  ConnectionWaiter(ReadyFn ready, ClosedFn closed, size_t max_header_bytes,
+                   ConnectionIo* io = nullptr);
   ~ConnectionWaiter();
 
   // Starts the thread; false when epoll cannot be set up.
@@ -70,6 +91,7 @@ class ConnectionWaiter {
   const ReadyFn ready_;
   const ClosedFn closed_;
   const size_t max_header_bytes_;
+  ConnectionIo* const io_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   std::thread thread_;

@@ -13,6 +13,7 @@
 #include "engine/common/log.h"
 #include "engine/server/internal/connection_waiter.h"
 #include "engine/server/internal/socket_stream.h"
+#include "engine/server/internal/tls_sessions.h"
 
 namespace orca {
 namespace {
@@ -25,6 +26,7 @@ constexpr std::chrono::milliseconds kLingerTime{2000};
 struct Connection {
   int sock = -1;
   bool close_after_response = false;
+  std::shared_ptr<void> hold;  // HoldUntilResponseWritten
 };
 thread_local Connection* current_connection = nullptr;
 
@@ -50,7 +52,8 @@ class HttpListener::Dispatcher final : public httplib::TaskQueue {
                 listener->Serve(sock, std::move(buffered), left);
               });
             },
-            [listener] { --listener->connections_; }, listener->options_.max_header_bytes),
+            [listener] { --listener->connections_; }, listener->options_.max_header_bytes,
+            listener->options_.tls.get()),
         workers(static_cast<size_t>(std::max(1, listener->options_.worker_threads))),
         listener_(listener) {
     started = waiter.Start();
@@ -91,6 +94,15 @@ bool HttpListener::ClientGone() {
   return current_connection != nullptr && PeerClosed(current_connection->sock);
 }
 
+void HttpListener::HoldUntilResponseWritten(std::shared_ptr<void> hold) {
+  if (current_connection != nullptr) current_connection->hold = std::move(hold);
+}
+
+void HttpListener::CloseConnection(int sock) {
+  if (options_.tls) options_.tls->Release(sock);
+  CloseSocket(sock);
+}
+
 // Runs on the accepting thread: refuses a connection over the cap, or passes it to the
 // waiter until its first request header is complete.
 bool HttpListener::process_and_close_socket(socket_t sock) {
@@ -101,6 +113,10 @@ bool HttpListener::process_and_close_socket(socket_t sock) {
   }
   if (connections_.fetch_add(1) >= max_connections_) {
     --connections_;
+    if (options_.tls) {  // a plain-text answer would read as garbage before a handshake
+      CloseSocket(sock);
+      return false;
+    }
     const std::string response =
         "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
         "Content-Type: application/json\r\nConnection: close\r\n"
@@ -108,6 +124,11 @@ bool HttpListener::process_and_close_socket(socket_t sock) {
         std::to_string(options_.busy_body.size()) + "\r\n\r\n" + options_.busy_body;
     (void)!::send(sock, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     d->waiter.Linger(sock, kLingerTime);
+    return false;
+  }
+  if (options_.tls && !options_.tls->Attach(sock)) {
+    --connections_;
+    CloseConnection(sock);
     return false;
   }
   // Answers go out as written: without this, Nagle holds a keep-alive connection's next
@@ -125,11 +146,13 @@ void HttpListener::Serve(int sock, std::string buffered, int requests_left) {
   connection.sock = sock;
   current_connection = &connection;
   SocketStream stream(sock, TimeoutMs(read_timeout_sec_, read_timeout_usec_),
-                      TimeoutMs(write_timeout_sec_, write_timeout_usec_), std::move(buffered));
+                      TimeoutMs(write_timeout_sec_, write_timeout_usec_), std::move(buffered),
+                      options_.tls ? options_.tls->Session(sock) : nullptr);
   bool connection_closed = false;
   const bool ok =
       process_request(stream, /*close_connection=*/requests_left <= 1, connection_closed, nullptr);
   current_connection = nullptr;
+  connection.hold.reset();  // the response is written (or failed)
   Dispatcher* d = dispatcher_;
   if (connection.close_after_response && d != nullptr) {
     --connections_;
@@ -139,7 +162,7 @@ void HttpListener::Serve(int sock, std::string buffered, int requests_left) {
   if (!ok || connection_closed || requests_left <= 1 || d == nullptr ||
       svr_sock_ == INVALID_SOCKET) {
     --connections_;
-    CloseSocket(sock);
+    CloseConnection(sock);
     return;
   }
   // Waits for the next request without a thread (the bytes read ahead go with it).

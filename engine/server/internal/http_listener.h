@@ -30,9 +30,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 
 namespace orca {
+
+class TlsSessions;
 
 struct HttpListenerOptions {
   int worker_threads = 64;     // requests served at once (a stream holds one)
@@ -40,7 +43,8 @@ struct HttpListenerOptions {
   std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds idle_timeout{5000};  // between keep-alive requests
   size_t max_header_bytes = 64 << 10;            // beyond: 431
-  std::string busy_body;  // the JSON body of the 503 for a connection over the cap
+  std::string busy_body;             // the JSON body of the 503 for a connection over the cap
+  std::shared_ptr<TlsSessions> tls;  // null: plain HTTP
 };
 
 class HttpListener : public httplib::Server {
@@ -60,6 +64,11 @@ class HttpListener : public httplib::Server {
   // (or reset) its connection. Never blocks; false outside a handler. A client that
   // half-closes its side after sending the request counts as gone.
   static bool ClientGone();
+  // Keeps `hold` alive until the response of the request being handled on this thread
+  // has been written to the end (a stream included), or the connection failed; then
+  // drops it. Replaces an earlier hold of the same request. Does nothing outside a
+  // handler (`hold` is dropped at once).
+  static void HoldUntilResponseWritten(std::shared_ptr<void> hold);
 
  private:
   class Dispatcher;
@@ -67,6 +76,8 @@ class HttpListener : public httplib::Server {
   // Serves one request whose header is within `buffered` on a worker thread, then gives
   // the connection back to the waiter or closes it.
   void Serve(int sock, std::string buffered, int requests_left);
+  // Ends the TLS session of `sock`, if any, and closes it.
+  void CloseConnection(int sock);
 
   const HttpListenerOptions options_;
   std::atomic<int> max_connections_;

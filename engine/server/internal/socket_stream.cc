@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -65,13 +66,17 @@ bool PeerClosed(int sock) {
 }
 
 SocketStream::SocketStream(int sock, int read_timeout_ms, int write_timeout_ms,
-                           std::string buffered)
+                           std::string buffered, SSL* tls)
     : sock_(sock),
       read_timeout_ms_(read_timeout_ms),
       write_timeout_ms_(write_timeout_ms),
-      buffer_(std::move(buffered)) {}
+      buffer_(std::move(buffered)),
+      tls_(tls) {}
 
-bool SocketStream::is_readable() const { return PollSocket(sock_, POLLIN, read_timeout_ms_) > 0; }
+bool SocketStream::is_readable() const {
+  if (tls_ != nullptr && SSL_pending(tls_) > 0) return true;
+  return PollSocket(sock_, POLLIN, read_timeout_ms_) > 0;
+}
 
 // Writable and the peer has not gone away (a peek that reads end-of-stream).
 bool SocketStream::is_writable() const {
@@ -89,6 +94,7 @@ ssize_t SocketStream::read(char* ptr, size_t size) {
     offset_ += n;
     return static_cast<ssize_t>(n);
   }
+  if (tls_ != nullptr) return TlsRead(ptr, size);
   if (!is_readable()) return -1;
   if (size >= kReadChunk) return Recv(sock_, ptr, size, 0);
   buffer_.resize(kReadChunk);
@@ -101,6 +107,7 @@ ssize_t SocketStream::read(char* ptr, size_t size) {
 
 ssize_t SocketStream::write(const char* ptr, size_t size) {
   if (!is_writable()) return -1;
+  if (tls_ != nullptr) return TlsWrite(ptr, size);
   ssize_t n;
   do {
     n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
@@ -120,7 +127,46 @@ std::string SocketStream::TakeBuffered() {
   std::string rest = buffer_.substr(std::min(offset_, buffer_.size()));
   buffer_.clear();
   offset_ = 0;
+  while (tls_ != nullptr && SSL_pending(tls_) > 0) {
+    char chunk[kReadChunk];
+    ERR_clear_error();
+    const int n = SSL_read(tls_, chunk, sizeof(chunk));
+    if (n <= 0) break;
+    rest.append(chunk, static_cast<size_t>(n));
+  }
+  ERR_clear_error();
   return rest;
+}
+
+// The session's socket is non-blocking: a read or write that would block waits for the
+// socket (up to the timeout) and is tried again, as OpenSSL asks.
+ssize_t SocketStream::TlsRead(char* ptr, size_t size) {
+  while (true) {
+    ERR_clear_error();
+    const int n = SSL_read(tls_, ptr, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+    if (n > 0) return n;
+    const int err = SSL_get_error(tls_, n);
+    ERR_clear_error();
+    if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && n == 0)) return 0;
+    const short wait = err == SSL_ERROR_WANT_READ    ? POLLIN
+                       : err == SSL_ERROR_WANT_WRITE ? POLLOUT
+                                                     : 0;
+    if (wait == 0 || PollSocket(sock_, wait, read_timeout_ms_) <= 0) return -1;
+  }
+}
+
+ssize_t SocketStream::TlsWrite(const char* ptr, size_t size) {
+  while (true) {
+    ERR_clear_error();
+    const int n = SSL_write(tls_, ptr, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+    if (n > 0) return n;
+    const int err = SSL_get_error(tls_, n);
+    ERR_clear_error();
+    const short wait = err == SSL_ERROR_WANT_WRITE  ? POLLOUT
+                       : err == SSL_ERROR_WANT_READ ? POLLIN
+                                                    : 0;
+    if (wait == 0 || PollSocket(sock_, wait, write_timeout_ms_) <= 0) return -1;
+  }
 }
 
 }  // namespace orca

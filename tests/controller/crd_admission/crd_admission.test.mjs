@@ -116,6 +116,7 @@ test("a partly written object keeps its fields and gets the missing ones", () =>
       "/spec/model/tokenSecret": { name: "hf-token" },
       "/spec/model/uri": "hf://TinyLlama/TinyLlama-1.1B-Chat-v1.0",
       "/spec/autoscaling": { prometheus: {} },
+      "/spec/controlPlane": { tokenSecretRef: { name: "orca-control" } },
     }),
     "partial objects",
   );
@@ -125,6 +126,7 @@ test("a partly written object keeps its fields and gets the missing ones", () =>
   assert.deepEqual(s.parallelism, { tensor: 4, gpusPerPod: 2, pipeline: 1, device: "gpu" });
   assert.deepEqual(s.routing.inferencePool.endpointPicker, { name: "epp", port: 9002, failureMode: "FailClose" });
   assert.deepEqual(s.model.tokenSecret, { name: "hf-token", key: "token" });
+  assert.deepEqual(s.controlPlane.tokenSecretRef, { name: "orca-control", key: "token" });
   assert.equal(s.autoscaling.prometheus.serverAddress, "http://prometheus-operated.monitoring.svc:9090");
   assert.equal(s.autoscaling.enabled, false, "an object the user wrote gets the defaults of its fields");
 });
@@ -177,6 +179,10 @@ const VARIATIONS = {
   "replicas 0 without autoscaling": { "/spec/replicas": 0 },
   "recreate rollout": { "/spec/rolloutStrategy": { type: "Recreate" } },
   "ingress with tls": { "/spec/ingress": { enabled: true, host: "a.example.com", tls: { secretName: "t" } } },
+  "control-plane token and tls": {
+    "/spec/controlPlane": { tokenSecretRef: { name: "orca-control", key: "control.token" } },
+    "/spec/tls": { secretName: "orca-tls" },
+  },
   "lifecycle, long drain": {
     "/spec/lifecycle": { terminationGracePeriodSeconds: 3600, preStopSleepSeconds: 60, drainSeconds: 3539, joinTimeoutSeconds: 0 },
   },

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/common/cpu_limit.h"
+#include "engine/common/utf8.h"
 #include "engine/config/config_loader.h"
 #include "tests/testutil/testutil.h"
 
@@ -107,6 +108,78 @@ TEST(EngineYamlTest, IsStrictAndNamesFileAndKey) {
     EXPECT_THAT(std::string(s.message()), HasSubstr("engine.yaml: ")) << k.yaml;
     EXPECT_THAT(std::string(s.message()), HasSubstr(k.message)) << k.yaml;
   }
+}
+
+// engine.yaml that is not UTF-8 or holds a NUL (found by tests/fuzz/engine_yaml_fuzzer:
+// yaml-cpp let the bytes through, or mangled the NUL into bytes that are not UTF-8, into
+// model.name, and `orca config check` then died in ToEngineYaml with an uncaught
+// nlohmann::json exception) is refused naming the file and the line.
+TEST(EngineYamlTest, RefusesTextThatIsNotPrintableUtf8) {
+  using std::string_literals::operator""s;
+  EngineConfig c = DefaultConfig(Role::kScheduler);
+  for (const std::string& text : {
+           "model:\n  dir: \"/models/llama\"\n  name: \"llama-3-70b-instruct\xff\"\n"s,
+           "model:\n  dir: \"/models/llama\"\n  name: \"llama\0_3\"\n"s,
+       }) {
+    absl::Status s = ApplyEngineYaml(text, "engine.yaml", c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr("engine.yaml: line 3: not UTF-8 or a control character"));
+    EXPECT_EQ(c.model.served_name, DefaultConfig(Role::kScheduler).model.served_name);
+  }
+  // UTF-8 text is taken and written back as it was.
+  ASSERT_TRUE(
+      ApplyEngineYaml("model:\n  name: \"caf\xC3\xA9 \xE2\x9C\x93\"\n", "engine.yaml", c).ok());
+  auto yaml = ToEngineYaml(c, {"model.name"});
+  ASSERT_TRUE(yaml.ok());
+  EXPECT_EQ(*yaml, "model:\n  name: \"caf\xC3\xA9 \xE2\x9C\x93\"\n");
+  // A flag can still carry such bytes: the writer spells them U+FFFD instead of throwing.
+  c.model.served_name = "a\xff";
+  yaml = ToEngineYaml(c, {"model.name"});
+  ASSERT_TRUE(yaml.ok());
+  EXPECT_EQ(*yaml, "model:\n  name: \"a\xEF\xBF\xBD\"\n");
+}
+
+// Verdicts from Python's UTF-8 decoder (bytes.decode('utf-8'), UnicodeDecodeError.start).
+TEST(Utf8Test, FindsTheFirstIllFormedSequence) {
+  const size_t kValid = std::string_view::npos;
+  const std::vector<std::pair<std::string, size_t>> cases = {
+      {"plain ascii", kValid},
+      {"caf\xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80", kValid},
+      {"\xC0\xAF", 0},           // overlong '/'
+      {"\xC1\xBF", 0},           // overlong
+      {"\xE0\x80\xAF", 0},       // overlong
+      {"\xE0\x9F\xBF", 0},       // overlong
+      {"\xED\xA0\x80", 0},       // surrogate D800
+      {"\xED\x9F\xBF", kValid},  // U+D7FF
+      {"\xF0\x8F\xBF\xBF", 0},   // overlong
+      {"\xF4\x90\x80\x80", 0},   // above U+10FFFF
+      {"\xF4\x8F\xBF\xBF", kValid},
+      {"\xF5\x80\x80\x80", 0},
+      {"\xFF", 0},
+      {"ab\x80", 2},
+      {"\xE2\x82", 0},  // truncated
+      {"\xEF\xBF\xBF", kValid},
+      {"x\xF0\x9F\x98", 1},
+  };
+  for (const auto& [bytes, expected] : cases) {
+    EXPECT_EQ(FindInvalidUtf8(bytes), expected) << ::testing::PrintToString(bytes);
+  }
+}
+
+// YAML 1.2 production [1] c-printable: tab, LF, CR, x20-x7E, NEL, xA0-xD7FF, xE000-xFFFD,
+// x10000-x10FFFF.
+TEST(Utf8Test, FindsWhatYamlCannotHold) {
+  using std::string_literals::operator""s;
+  const size_t kPrintable = std::string_view::npos;
+  EXPECT_EQ(FindNonPrintableYaml("a:\tb\r\nc: \xC2\x85 \xC2\xA0 \xEF\xBF\xBD \xF0\x9F\x98\x80"),
+            kPrintable);
+  EXPECT_EQ(FindNonPrintableYaml("ab\0"s), 2u);
+  EXPECT_EQ(FindNonPrintableYaml("a\x1b[0m"), 1u);       // ESC
+  EXPECT_EQ(FindNonPrintableYaml("a\x7f"), 1u);          // DEL
+  EXPECT_EQ(FindNonPrintableYaml("a\xC2\x9B"), 1u);      // C1 CSI
+  EXPECT_EQ(FindNonPrintableYaml("a\xEF\xBF\xBE"), 1u);  // U+FFFE
+  EXPECT_EQ(FindNonPrintableYaml("ok \xFF"), 3u);
 }
 
 TEST(EngineYamlTest, FlagsOverrideTheFileWhichOverridesDefaults) {

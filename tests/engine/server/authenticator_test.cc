@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
+
+#include "absl/strings/match.h"
+#include "tests/testutil/testutil.h"
 
 namespace orca {
 namespace {
@@ -55,6 +59,38 @@ TEST(AuthenticatorTest, ErrorsNeverContainTheKeyOrTheGuess) {
     EXPECT_EQ(s.message().find("guess"), std::string::npos) << s;
     EXPECT_FALSE(s.message().empty());
   }
+}
+
+// The control plane's instance says what it checks; its messages leak nothing either.
+TEST(AuthenticatorTest, NamesWhatItChecks) {
+  Authenticator auth("0123abcd", "control-plane token");
+  for (const char* sent : {"", "Bearer 0123abce", "Basic 0123abcd"}) {
+    absl::Status s = auth.Check(sent);
+    ASSERT_TRUE(absl::IsUnauthenticated(s)) << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), "control-plane token")) << s;
+    EXPECT_FALSE(absl::StrContains(s.message(), "API key")) << s;
+    EXPECT_FALSE(absl::StrContains(s.message(), "0123")) << s;
+  }
+  EXPECT_TRUE(auth.Check("Bearer 0123abcd").ok());
+}
+
+TEST(ReadSecretFileTest, StripsTheNewlineAndNamesTheSettingNeverTheContent) {
+  testing::TempDir tmp;
+  std::ofstream(tmp.file("token")) << "  s3cret-value\n";
+  auto secret = ReadSecretFile(tmp.file("token"), "parallelism.control_token_file");
+  ASSERT_TRUE(secret.ok()) << secret.status();
+  EXPECT_EQ(*secret, "s3cret-value");
+
+  std::ofstream(tmp.file("blank")) << " \n\t\n";
+  auto blank = ReadSecretFile(tmp.file("blank"), "parallelism.control_token_file");
+  EXPECT_TRUE(absl::IsInvalidArgument(blank.status())) << blank.status();
+  EXPECT_TRUE(absl::StrContains(blank.status().message(), "parallelism.control_token_file"));
+  EXPECT_TRUE(absl::StrContains(blank.status().message(), tmp.file("blank")));
+
+  auto missing = ReadSecretFile(tmp.file("absent"), "server.api_key_file");
+  EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), "server.api_key_file"));
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), tmp.file("absent")));
 }
 
 }  // namespace
