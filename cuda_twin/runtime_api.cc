@@ -170,7 +170,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->maxGridSize[2] = 65535;
   prop->major = 8;
   prop->minor = 0;
-  prop->multiProcessorCount = 1;
+  prop->multiProcessorCount = Config().sms;
   prop->maxThreadsPerMultiProcessor = 2048;
   prop->concurrentKernels = 1;
   prop->unifiedAddressing = 1;
@@ -197,7 +197,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
       *value = 32;
       return cudaSuccess;
     case cudaDevAttrMultiProcessorCount:
-      *value = 1;
+      *value = Config().sms;
       return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor:
       *value = 8;

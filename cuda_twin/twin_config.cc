@@ -22,6 +22,9 @@ TwinConfig Load() {
   read("ORCA_CUDA_TWIN_DEVICE_MEMORY", [&](const std::string& v) {
     return ParseBytes(v, &c.device_memory) && c.device_memory > 0;
   });
+  read("ORCA_CUDA_TWIN_SMS", [&](const std::string& v) {
+    return absl::SimpleAtoi(v, &c.sms) && c.sms >= 1 && c.sms <= 1024;
+  });
   read("ORCA_CUDA_TWIN_SEED", [&](const std::string& v) { return absl::SimpleAtoi(v, &c.seed); });
   read("ORCA_CUDA_TWIN_POISON", [&](const std::string& v) {
     if (v != "0" && v != "1") return false;

@@ -5,6 +5,9 @@
 //                                 suffix (default 1Gi: poisoned memory is real host memory
 //                                 once allocated): what cudaMemGetInfo reports and
 //                                 where cudaMalloc starts failing
+//   ORCA_CUDA_TWIN_SMS            multiprocessors each device reports (default 132, an H100
+//                                 SXM's count, so launch heuristics that size grids by
+//                                 the SM count take the paths they take on a GPU)
 //   ORCA_CUDA_TWIN_SEED           seed of the shuffled block order (default 1)
 //   ORCA_CUDA_TWIN_POISON         0 turns off the NaN poison of new device allocations and
 //                                 shared memory (default 1)
@@ -24,6 +27,7 @@ namespace orca::cuda_twin {
 struct TwinConfig {
   int devices = 8;
   size_t device_memory = size_t{1} << 30;
+  int sms = 132;
   uint64_t seed = 1;
   bool poison = true;
   bool host_guard = false;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/internal/device_utils.cuh"
@@ -15,6 +16,57 @@ constexpr int kPairsPerWarp = kPairsPerBlock / kWarps;
 constexpr int kKeysPerChunk = 32;
 constexpr int kScanThreads = 1024;
 constexpr int kMaxHeadDim = 256;
+// Split-KV: splits of at least kMinKeysPerSplit keys (a multiple of kKeysPerChunk), at
+// most kMaxSplits (one lane each in the merge), up to kSplitTargetPerSm blocks per SM
+// and kSplitPairsPerSm partial (row, head) states per SM (what bounds the workspace).
+constexpr int kMinKeysPerSplit = 32;
+constexpr int kMaxSplits = kPagedAttentionMaxSplits;
+constexpr int kSplitTargetPerSm = 2;
+constexpr int kSplitPairsPerSm = 64;
+constexpr int kMergeWarps = 4;
+constexpr size_t kWorkspaceAlign = 256;
+
+size_t AlignUp(size_t n) { return (n + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
+
+// Where a launch's partial states live: [num_splits][num_tokens][num_heads] x (max,
+// sum) and x head_dim accumulator columns.
+struct SplitState {
+  int32_t keys_per_split = 0;  // 0: no split-KV, the kernel writes `out`
+  float* ml = nullptr;
+  float* acc = nullptr;
+};
+
+// The tile layout of a launch (the same arithmetic on host and device).
+struct TileShape {
+  int32_t heads_per_block, rows_per_tile, blocks_per_group;
+};
+
+TileShape TileShapeFor(int32_t num_heads, int32_t num_kv_heads) {
+  const int32_t group = num_heads / num_kv_heads;
+  TileShape t;
+  t.heads_per_block = group < kPairsPerBlock ? group : kPairsPerBlock;
+  t.rows_per_tile = kPairsPerBlock / t.heads_per_block;
+  t.blocks_per_group = (group + t.heads_per_block - 1) / t.heads_per_block;
+  return t;
+}
+
+// An upper bound on the row tiles of a batch (each sequence's last tile may be partial).
+int64_t MaxTiles(int64_t num_tokens, int32_t num_seqs, int32_t rows_per_tile) {
+  return (num_tokens + rows_per_tile - 1) / rows_per_tile + num_seqs;
+}
+
+// Returns the split of `max_kv_len` keys into about `splits` chunks of whole 32-key
+// chunks.
+PagedAttentionSplit SplitKeys(int32_t max_kv_len, int64_t splits) {
+  if (splits < 2) return {};
+  int64_t keys = (max_kv_len + splits - 1) / splits;
+  keys = (keys + kKeysPerChunk - 1) / kKeysPerChunk * kKeysPerChunk;
+  PagedAttentionSplit out;
+  out.num_splits = static_cast<int32_t>((max_kv_len + keys - 1) / keys);
+  out.keys_per_split = static_cast<int32_t>(keys);
+  if (out.num_splits < 2) return {};
+  return out;
+}
 
 // tile_start[s] = number of row tiles of the sequences before s; tile_start[num_seqs] is
 // the total. One block; a chunked Hillis-Steele scan.
@@ -54,7 +106,7 @@ __global__ void TileStartKernel(const int32_t* __restrict__ query_start, int32_t
 template <int kEpl>
 __global__ void __launch_bounds__(kThreads)
     PagedAttentionKernel(PagedAttentionParams p, const int32_t* __restrict__ tile_start,
-                         int32_t heads_per_block, int32_t rows_per_tile) {
+                         int32_t heads_per_block, int32_t rows_per_tile, SplitState split_kv) {
   extern __shared__ float4 smem4[];  // float4: 16-byte alignment for the vector loads
   float* smem = reinterpret_cast<float*>(smem4);
   const int32_t d = p.head_dim;
@@ -117,6 +169,15 @@ __global__ void __launch_bounds__(kThreads)
   }
   key_end = min(key_end, kv_len);
 
+  // Split-KV: this block's share of the key range; the last split runs to the end.
+  int32_t key_begin = 0;
+  const int32_t num_splits = static_cast<int32_t>(gridDim.z);
+  const int32_t split_idx = static_cast<int32_t>(blockIdx.z);
+  if (num_splits > 1) {
+    key_begin = split_idx * split_kv.keys_per_split;
+    if (split_idx + 1 < num_splits) key_end = min(key_end, key_begin + split_kv.keys_per_split);
+  }
+
   const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.max_blocks_per_seq;
   const int64_t kv_width = static_cast<int64_t>(p.num_kv_heads) * d;
   const int64_t head_col = static_cast<int64_t>(kv_head) * d;
@@ -131,7 +192,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < kEpl; ++e) acc[i][e] = 0.0f;
   }
 
-  for (int32_t base = part * kKeysPerChunk; base < key_end; base += split * kKeysPerChunk) {
+  for (int32_t base = key_begin + part * kKeysPerChunk; base < key_end;
+       base += split * kKeysPerChunk) {
     // Q.K: lane = key.
     const int32_t j = base + lane;
     const bool in_range = j < key_end;
@@ -145,6 +207,7 @@ __global__ void __launch_bounds__(kThreads)
     if (in_range) {
       const float* krow = p.k_cache + slot * kv_width + head_col;
       if (vec4) {
+#pragma unroll 4
         for (int32_t c = 0; c < d; c += 4) {
           const float4 k4 = *reinterpret_cast<const float4*>(krow + c);
 #pragma unroll
@@ -184,31 +247,63 @@ __global__ void __launch_bounds__(kThreads)
       for (int e = 0; e < kEpl; ++e) acc[i][e] *= alpha;
     }
 
-    // P.V: lane = output column; each V row is read once for all pairs of the warp.
+    // P.V: lane = output column; each V row is read once for all pairs of the warp,
+    // kPvUnroll rows in flight at a time (keys past `keys` have probability 0); fewer
+    // for wide heads, whose accumulators already fill the registers.
+    constexpr int kPvUnroll = kEpl >= 8 ? 2 : 4;
     const int32_t keys = min(kKeysPerChunk, key_end - base);
-    for (int32_t jj = 0; jj < keys; ++jj) {
-      const long long vslot = __shfl_sync(kFullMask, slot, jj);
-      const float* vrow = p.v_cache + vslot * kv_width + head_col;
-      float v[kEpl];
+    for (int32_t jj = 0; jj < keys; jj += kPvUnroll) {
+      float v[kPvUnroll][kEpl];
 #pragma unroll
-      for (int e = 0; e < kEpl; ++e) {
-        const int32_t c = lane + 32 * e;
-        v[e] = c < d ? vrow[c] : 0.0f;
+      for (int u = 0; u < kPvUnroll; ++u) {
+        const long long vslot = __shfl_sync(kFullMask, slot, jj + u);
+        const bool valid = jj + u < keys;
+        const float* vrow = p.v_cache + vslot * kv_width + head_col;
+#pragma unroll
+        for (int e = 0; e < kEpl; ++e) {
+          const int32_t c = lane + 32 * e;
+          v[u][e] = valid && c < d ? vrow[c] : 0.0f;
+        }
       }
 #pragma unroll
       for (int i = 0; i < kPairsPerWarp; ++i) {
         if (pair_of[i] < 0) continue;
-        const float w = __shfl_sync(kFullMask, prob[i], jj);
 #pragma unroll
-        for (int e = 0; e < kEpl; ++e) acc[i][e] += w * v[e];
+        for (int u = 0; u < kPvUnroll; ++u) {
+          const float w = __shfl_sync(kFullMask, prob[i], jj + u);
+#pragma unroll
+          for (int e = 0; e < kEpl; ++e) acc[i][e] += w * v[u][e];
+        }
       }
     }
   }
 
-  auto out_row = [&](int32_t pair) {
+  // Writes a pair's result: normalised into `out`, or with split-KV its partial state
+  // (every split writes every pair, an empty key range as max -inf and sum 0).
+  auto emit = [&](int32_t pair, const float(&a)[kEpl], float m_pair, float l_pair) {
     const int32_t r = pair / heads, h = head0 + pair % heads;
-    return p.out + static_cast<int64_t>(q_begin + row0 + r) * p.out_ld +
-           static_cast<int64_t>(h) * d;
+    const int64_t t = q_begin + row0 + r;
+    if (split_kv.keys_per_split > 0) {
+      const int64_t idx = (static_cast<int64_t>(split_idx) * p.num_tokens + t) * p.num_heads + h;
+      float* o = split_kv.acc + idx * d;
+#pragma unroll
+      for (int e = 0; e < kEpl; ++e) {
+        const int32_t c = lane + 32 * e;
+        if (c < d) o[c] = a[e];
+      }
+      if (lane == 0) {
+        split_kv.ml[2 * idx] = m_pair;
+        split_kv.ml[2 * idx + 1] = l_pair;
+      }
+      return;
+    }
+    float* o = p.out + t * p.out_ld + static_cast<int64_t>(h) * d;
+    const float inv = l_pair > 0.0f ? 1.0f / l_pair : 0.0f;
+#pragma unroll
+    for (int e = 0; e < kEpl; ++e) {
+      const int32_t c = lane + 32 * e;
+      if (c < d) o[c] = a[e] * inv;
+    }
   };
 
   if (split > 1) {
@@ -243,73 +338,169 @@ __global__ void __launch_bounds__(kThreads)
           if (c < d) total[e] += w * other[c];
         }
       }
-      float* o = out_row(pair_of[0]);
-      const float inv = l_tot > 0.0f ? 1.0f / l_tot : 0.0f;
-#pragma unroll
-      for (int e = 0; e < kEpl; ++e) {
-        const int32_t c = lane + 32 * e;
-        if (c < d) o[c] = total[e] * inv;
-      }
+      emit(pair_of[0], total, m_tot, l_tot);
     }
     return;
   }
 
 #pragma unroll
   for (int i = 0; i < kPairsPerWarp; ++i) {
-    if (pair_of[i] < 0) continue;
-    float* o = out_row(pair_of[i]);
-    const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+    if (pair_of[i] >= 0) emit(pair_of[i], acc[i], m[i], l[i]);
+  }
+}
+
+// Split-KV merge: one warp per (row, head) of the batch; lane z reads split z's max and
+// sum, and the accumulators are combined with weights exp(max_z - max).
+template <int kEpl>
+__global__ void __launch_bounds__(32 * kMergeWarps)
+    MergeSplitsKernel(PagedAttentionParams p, int32_t num_splits, const float* __restrict__ ml,
+                      const float* __restrict__ part_acc) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * kMergeWarps + warp;
+  if (pair >= p.num_tokens * p.num_heads) return;
+  const int64_t t = pair / p.num_heads;
+  const int32_t h = static_cast<int32_t>(pair - t * p.num_heads);
+  // Rows outside every sequence have no partials (and are not written).
+  if (t < p.query_start[0] || t >= p.query_start[p.num_seqs]) return;
+  const int32_t d = p.head_dim;
+  const int64_t split_stride = p.num_tokens * p.num_heads;
+
+  float m = -INFINITY, l = 0.0f;
+  if (lane < num_splits) {
+    m = ml[2 * (lane * split_stride + pair)];
+    l = ml[2 * (lane * split_stride + pair) + 1];
+  }
+  const float m_tot = internal::WarpMax(m);
+  const float w = m == -INFINITY ? 0.0f : expf(m - m_tot);
+  const float l_tot = internal::WarpSum(w * l);
+
+  float total[kEpl];
+#pragma unroll
+  for (int e = 0; e < kEpl; ++e) total[e] = 0.0f;
+  for (int32_t z = 0; z < num_splits; ++z) {
+    const float wz = __shfl_sync(kFullMask, w, z);
+    if (wz == 0.0f) continue;  // an empty split (warp-uniform)
+    const float* a = part_acc + (z * split_stride + pair) * d;
 #pragma unroll
     for (int e = 0; e < kEpl; ++e) {
       const int32_t c = lane + 32 * e;
-      if (c < d) o[c] = acc[i][e] * inv;
+      if (c < d) total[e] += wz * a[c];
     }
+  }
+  float* o = p.out + t * p.out_ld + static_cast<int64_t>(h) * d;
+  const float inv = l_tot > 0.0f ? 1.0f / l_tot : 0.0f;
+#pragma unroll
+  for (int e = 0; e < kEpl; ++e) {
+    const int32_t c = lane + 32 * e;
+    if (c < d) o[c] = total[e] * inv;
   }
 }
 
 template <int kEpl>
 cudaError_t Launch(const PagedAttentionParams& p, const int32_t* tile_start, dim3 grid, size_t smem,
-                   int32_t heads_per_block, int32_t rows_per_tile, cudaStream_t stream) {
-  PagedAttentionKernel<kEpl>
-      <<<grid, kThreads, smem, stream>>>(p, tile_start, heads_per_block, rows_per_tile);
+                   const TileShape& shape, const SplitState& split_kv, cudaStream_t stream) {
+  PagedAttentionKernel<kEpl><<<grid, kThreads, smem, stream>>>(p, tile_start, shape.heads_per_block,
+                                                               shape.rows_per_tile, split_kv);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess || grid.z == 1) return err;
+  const int64_t pairs = p.num_tokens * p.num_heads;
+  const auto merge_blocks = static_cast<unsigned>((pairs + kMergeWarps - 1) / kMergeWarps);
+  MergeSplitsKernel<kEpl><<<merge_blocks, 32 * kMergeWarps, 0, stream>>>(
+      p, static_cast<int32_t>(grid.z), split_kv.ml, split_kv.acc);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t LaunchPagedAttention(const PagedAttentionParams& p, int32_t* workspace,
-                                 cudaStream_t stream) {
+PagedAttentionSplit ChoosePagedAttentionSplit(const PagedAttentionParams& p) {
+  if (p.num_sms <= 0 || p.max_kv_len < 2 * kMinKeysPerSplit || p.num_seqs <= 0 ||
+      p.num_tokens <= 0 || p.num_kv_heads <= 0 || p.num_heads <= 0 ||
+      p.num_heads % p.num_kv_heads != 0) {
+    return {};
+  }
+  const TileShape shape = TileShapeFor(p.num_heads, p.num_kv_heads);
+  int64_t tiles = MaxTiles(p.num_tokens, p.num_seqs, shape.rows_per_tile);
+  if (p.max_query_len > 0) {
+    const int64_t per_seq = (p.max_query_len + shape.rows_per_tile - 1) / shape.rows_per_tile;
+    tiles = std::min(tiles, per_seq * p.num_seqs);
+  }
+  const int64_t blocks = tiles * p.num_kv_heads * shape.blocks_per_group;
+  const int64_t target = int64_t{kSplitTargetPerSm} * p.num_sms;
+  if (blocks >= target) return {};
+  int64_t splits = (target + blocks - 1) / blocks;
+  splits = std::min<int64_t>(splits, p.max_kv_len / kMinKeysPerSplit);
+  splits = std::min<int64_t>(splits, kMaxSplits);
+  splits = std::min<int64_t>(splits,
+                             int64_t{kSplitPairsPerSm} * p.num_sms / (p.num_tokens * p.num_heads));
+  return SplitKeys(p.max_kv_len, splits);
+}
+
+size_t PagedAttentionWorkspaceBytes(int32_t num_seqs, int64_t num_tokens, int32_t num_heads,
+                                    int32_t head_dim, int32_t max_splits) {
+  size_t bytes = AlignUp(sizeof(int32_t) * (static_cast<size_t>(num_seqs < 0 ? 0 : num_seqs) + 1));
+  if (max_splits > 1 && num_tokens > 0 && num_heads > 0 && head_dim > 0) {
+    bytes += sizeof(float) * static_cast<size_t>(max_splits) * static_cast<size_t>(num_tokens) *
+             static_cast<size_t>(num_heads) * (static_cast<size_t>(head_dim) + 2);
+  }
+  return bytes;
+}
+
+size_t PagedAttentionFixedWorkspaceBytes(int32_t num_seqs, int32_t head_dim, int32_t num_sms) {
+  size_t bytes = PagedAttentionWorkspaceBytes(num_seqs, 0, 0, 0, 1);
+  if (num_sms > 0 && head_dim > 0) {
+    bytes += sizeof(float) * static_cast<size_t>(kSplitPairsPerSm) * static_cast<size_t>(num_sms) *
+             (static_cast<size_t>(head_dim) + 2);
+  }
+  return bytes;
+}
+
+cudaError_t LaunchPagedAttention(const PagedAttentionParams& p, void* workspace,
+                                 size_t workspace_bytes, cudaStream_t stream) {
   if (p.num_seqs == 0 || p.num_tokens == 0) return cudaSuccess;
   if (p.num_seqs < 0 || p.num_tokens < 0 || p.head_dim <= 0 || p.head_dim > kMaxHeadDim ||
       p.num_kv_heads <= 0 || p.num_heads <= 0 || p.num_heads % p.num_kv_heads != 0 ||
       p.block_size <= 0) {
     return cudaErrorInvalidValue;
   }
-  const int32_t group = p.num_heads / p.num_kv_heads;
-  const int32_t heads_per_block = group < kPairsPerBlock ? group : kPairsPerBlock;
-  const int32_t rows_per_tile = kPairsPerBlock / heads_per_block;
-  const int32_t blocks_per_group = (group + heads_per_block - 1) / heads_per_block;
-  const int64_t max_tiles = (p.num_tokens + rows_per_tile - 1) / rows_per_tile + p.num_seqs;
-  if (max_tiles > INT32_MAX || int64_t{p.num_kv_heads} * blocks_per_group > 65535) {
+  const size_t tile_bytes =
+      PagedAttentionWorkspaceBytes(p.num_seqs, p.num_tokens, p.num_heads, p.head_dim, 1);
+  if (workspace == nullptr || workspace_bytes < tile_bytes) return cudaErrorInvalidValue;
+  const TileShape shape = TileShapeFor(p.num_heads, p.num_kv_heads);
+  const int64_t max_tiles = MaxTiles(p.num_tokens, p.num_seqs, shape.rows_per_tile);
+  if (max_tiles > INT32_MAX || int64_t{p.num_kv_heads} * shape.blocks_per_group > 65535) {
     return cudaErrorInvalidValue;
   }
 
-  TileStartKernel<<<1, kScanThreads, 0, stream>>>(p.query_start, p.num_seqs, rows_per_tile,
-                                                  workspace);
+  // Split-KV, with no more splits than the workspace holds partials for.
+  PagedAttentionSplit split = ChoosePagedAttentionSplit(p);
+  const size_t split_bytes = sizeof(float) * static_cast<size_t>(p.num_tokens) *
+                             static_cast<size_t>(p.num_heads) *
+                             (static_cast<size_t>(p.head_dim) + 2);
+  const auto fits = static_cast<int64_t>((workspace_bytes - tile_bytes) / split_bytes);
+  if (split.num_splits > fits) split = SplitKeys(p.max_kv_len, fits);
+  auto* tile_start = static_cast<int32_t*>(workspace);
+  SplitState split_kv;
+  if (split.num_splits > 1) {
+    split_kv.keys_per_split = split.keys_per_split;
+    split_kv.ml = reinterpret_cast<float*>(static_cast<char*>(workspace) + tile_bytes);
+    split_kv.acc =
+        split_kv.ml + 2 * static_cast<int64_t>(split.num_splits) * p.num_tokens * p.num_heads;
+  }
+
+  TileStartKernel<<<1, kScanThreads, 0, stream>>>(p.query_start, p.num_seqs, shape.rows_per_tile,
+                                                  tile_start);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
 
   const dim3 grid(static_cast<unsigned>(max_tiles),
-                  static_cast<unsigned>(p.num_kv_heads * blocks_per_group));
+                  static_cast<unsigned>(p.num_kv_heads * shape.blocks_per_group),
+                  static_cast<unsigned>(split.num_splits));
   const size_t smem =
       sizeof(float) * static_cast<size_t>(kPairsPerBlock * p.head_dim + kWarps * (p.head_dim + 2));
-  if (p.head_dim <= 32)
-    return Launch<1>(p, workspace, grid, smem, heads_per_block, rows_per_tile, stream);
-  if (p.head_dim <= 64)
-    return Launch<2>(p, workspace, grid, smem, heads_per_block, rows_per_tile, stream);
-  if (p.head_dim <= 128)
-    return Launch<4>(p, workspace, grid, smem, heads_per_block, rows_per_tile, stream);
-  return Launch<8>(p, workspace, grid, smem, heads_per_block, rows_per_tile, stream);
+  if (p.head_dim <= 32) return Launch<1>(p, tile_start, grid, smem, shape, split_kv, stream);
+  if (p.head_dim <= 64) return Launch<2>(p, tile_start, grid, smem, shape, split_kv, stream);
+  if (p.head_dim <= 128) return Launch<4>(p, tile_start, grid, smem, shape, split_kv, stream);
+  return Launch<8>(p, tile_start, grid, smem, shape, split_kv, stream);
 }
 
 }  // namespace orca::kernels

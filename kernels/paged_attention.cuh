@@ -10,10 +10,17 @@
 // per lane for P.V), keeping a running max, sum and accumulator per pair. When a tile
 // has fewer than 4 pairs (decode with little or no GQA), warps split the key range and
 // merge their partial softmax states in shared memory.
+//
+// Split-KV (flash-decoding): when that grid is too small to fill the device (fewer
+// than 2 blocks per SM: decode at small batch, short chunks), each tile's key range is
+// also split into chunks of a few hundred keys handled by separate blocks, which write
+// their partial (max, sum, unnormalised accumulator) per (row, head) to the workspace;
+// a second kernel merges the partials (log-sum-exp) into `out`.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace orca::kernels {
@@ -37,19 +44,56 @@ struct PagedAttentionParams {
   float scale = 1.0f;
   float* out = nullptr;  // [num_tokens, num_heads * head_dim], rows out_ld apart
   int64_t out_ld = 0;
+  // Host-side hints that steer split-KV, never read on the device: upper bounds on
+  // any sequence's query rows and keys (0: unknown; max_kv_len 0 turns split-KV off)
+  // and the device's SM count (0: split-KV off). A wrong bound costs speed, not
+  // correctness: the last split of a tile always runs to the tile's last key.
+  int32_t max_query_len = 0;
+  int32_t max_kv_len = 0;
+  int32_t num_sms = 0;
 };
 
-// Returns the number of int32 workspace elements LaunchPagedAttention needs.
-inline int64_t PagedAttentionWorkspaceInts(int32_t num_seqs) { return int64_t{num_seqs} + 1; }
+// The most splits ChoosePagedAttentionSplit makes.
+inline constexpr int32_t kPagedAttentionMaxSplits = 32;
+
+// How a launch splits key ranges: num_splits blocks per tile, split z covering keys
+// [z * keys_per_split, (z + 1) * keys_per_split) (the last one up to the tile's last
+// key). num_splits 1: no split-KV (keys_per_split is then 0).
+struct PagedAttentionSplit {
+  int32_t num_splits = 1;
+  int32_t keys_per_split = 0;
+};
+
+// Returns the split LaunchPagedAttention makes for `params` given a large enough
+// workspace: none when the single-pass grid already has 2 x num_sms blocks, else
+// enough splits to reach about that many blocks, each of at least 32 keys, at most
+// 32, and at most 64 x num_sms (row, head) partials in all. Pure host arithmetic.
+PagedAttentionSplit ChoosePagedAttentionSplit(const PagedAttentionParams& params);
+
+// Returns the bytes of device workspace a launch over `num_seqs` sequences and
+// `num_tokens` query rows needs to split key ranges up to `max_splits` ways (1: never):
+// the per-sequence tile offsets, and max_splits x num_tokens x num_heads partial
+// states of head_dim + 2 floats when max_splits > 1.
+size_t PagedAttentionWorkspaceBytes(int32_t num_seqs, int64_t num_tokens, int32_t num_heads,
+                                    int32_t head_dim, int32_t max_splits);
+
+// Returns a workspace size, independent of the batch's token count, with which every
+// batch of at most `num_seqs` sequences gets the split ChoosePagedAttentionSplit makes
+// on a device of `num_sms` SMs (its bound on partials makes this finite): what a
+// backend allocates once, up front.
+size_t PagedAttentionFixedWorkspaceBytes(int32_t num_seqs, int32_t head_dim, int32_t num_sms);
 
 // Computes out = softmax(q K^T * scale, causal) V for every query row of the batch:
 // sequence i's rows [query_start[i], query_start[i+1]) sit at positions
 // kv_len[i] - q_len .. kv_len[i] - 1 and attend to keys 0 .. their own position.
-// `workspace` is device memory of PagedAttentionWorkspaceInts(num_seqs) int32s.
-// Every row of `out` that belongs to a sequence is written. Returns
-// cudaErrorInvalidValue for unsupported shapes (head_dim > 256, num_heads not a multiple
-// of num_kv_heads), else the launch error.
-cudaError_t LaunchPagedAttention(const PagedAttentionParams& params, int32_t* workspace,
-                                 cudaStream_t stream);
+// `workspace` is `workspace_bytes` of device memory (256-byte aligned, as cudaMalloc
+// returns), at least PagedAttentionWorkspaceBytes(num_seqs, num_tokens, num_heads,
+// head_dim, 1); the launch uses ChoosePagedAttentionSplit's split, or fewer splits if
+// the workspace cannot hold their partials. The workspace may be reused by the next
+// launch on the same stream. Every row of `out` that belongs to a sequence is written.
+// Returns cudaErrorInvalidValue for unsupported shapes (head_dim > 256, num_heads not
+// a multiple of num_kv_heads) or a too small workspace, else the launch error.
+cudaError_t LaunchPagedAttention(const PagedAttentionParams& params, void* workspace,
+                                 size_t workspace_bytes, cudaStream_t stream);
 
 }  // namespace orca::kernels

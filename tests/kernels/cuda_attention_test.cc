@@ -1,7 +1,9 @@
 // Paged attention on the GPU against the CPU reference over flat mixed batches:
 // prefill (causal), chunked prefill and decode sequences in one call, MHA / GQA / MQA
 // head layouts (including groups wider than one thread block), head dims that are and
-// are not multiples of 4 and 32, shuffled block tables, a strided q.
+// are not multiples of 4 and 32, shuffled block tables, a strided q; split-KV
+// (flash-decoding) at the key counts around its split boundaries, and its policy.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +11,8 @@
 #include <numeric>
 #include <random>
 
+#include "engine/backend/cuda/cuda_backend.h"
+#include "kernels/paged_attention.cuh"
 #include "tests/kernels/gpu_test_util.h"
 
 namespace orca {
@@ -27,6 +31,35 @@ struct AttentionCase {
   int32_t heads, kv_heads, head_dim, block_size;
   std::vector<SeqShape> seqs;
 };
+
+// Returns the SM count the CUDA backend sizes its attention grids by.
+int DeviceSms(BackendPair& b) {
+  int sms = 0;
+  const int device = dynamic_cast<CudaBackend&>(b.gpu()).device();
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return sms;
+}
+
+// Returns the split-KV split the CUDA backend's launch makes for `c` (its workspace
+// always holds the chosen split).
+kernels::PagedAttentionSplit SplitFor(const AttentionCase& c, int num_sms) {
+  kernels::PagedAttentionParams p;
+  p.num_seqs = static_cast<int32_t>(c.seqs.size());
+  for (const SeqShape& s : c.seqs) {
+    p.num_tokens += s.q_len;
+    p.max_query_len = std::max(p.max_query_len, s.q_len);
+    p.max_kv_len = std::max(p.max_kv_len, s.kv_len);
+  }
+  p.num_heads = c.heads;
+  p.num_kv_heads = c.kv_heads;
+  p.head_dim = c.head_dim;
+  p.block_size = c.block_size;
+  p.num_sms = num_sms;
+  return kernels::ChoosePagedAttentionSplit(p);
+}
 
 void RunCase(BackendPair& b, const AttentionCase& c, std::mt19937& rng) {
   SCOPED_TRACE(c.name);
@@ -115,6 +148,106 @@ TEST(CudaAttentionTest, LargeSeqCountsUseTheChunkedScan) {
     c.seqs.push_back({q, kv});
   }
   RunCase(b, c, rng);
+}
+
+TEST(CudaAttentionTest, SplitKvPolicy) {
+  auto params = [](int32_t seqs, int32_t q_len, int32_t kv_len, int32_t heads, int32_t kv_heads,
+                   int32_t sms) {
+    kernels::PagedAttentionParams p;
+    p.num_seqs = seqs;
+    p.num_tokens = int64_t{seqs} * q_len;
+    p.max_query_len = q_len;
+    p.max_kv_len = kv_len;
+    p.num_heads = heads;
+    p.num_kv_heads = kv_heads;
+    p.head_dim = 64;
+    p.block_size = 16;
+    p.num_sms = sms;
+    return p;
+  };
+  // llama-1B decode at batch 1 on 132 SMs: 4 blocks, so as many 32+-key splits as fit,
+  // at most 32.
+  kernels::PagedAttentionSplit s =
+      kernels::ChoosePagedAttentionSplit(params(1, 1, 512, 32, 4, 132));
+  EXPECT_EQ(s.num_splits, 16);
+  EXPECT_EQ(s.keys_per_split, 32);
+  s = kernels::ChoosePagedAttentionSplit(params(1, 1, 4096, 32, 4, 132));
+  EXPECT_EQ(s.num_splits, 32);
+  EXPECT_EQ(s.keys_per_split, 128);
+  s = kernels::ChoosePagedAttentionSplit(params(1, 1, 100000, 32, 4, 132));
+  EXPECT_LE(s.num_splits, 32);
+  EXPECT_GE(int64_t{s.num_splits} * s.keys_per_split, 100000);
+  EXPECT_EQ(s.keys_per_split % 32, 0);
+  // Too few keys, no SM count, no kv bound, or a grid that already fills the device.
+  EXPECT_EQ(kernels::ChoosePagedAttentionSplit(params(1, 1, 63, 32, 4, 132)).num_splits, 1);
+  EXPECT_EQ(kernels::ChoosePagedAttentionSplit(params(1, 1, 4096, 32, 4, 0)).num_splits, 1);
+  EXPECT_EQ(kernels::ChoosePagedAttentionSplit(params(1, 1, 0, 32, 4, 132)).num_splits, 1);
+  EXPECT_EQ(kernels::ChoosePagedAttentionSplit(params(66, 1, 4096, 32, 4, 132)).num_splits, 1);
+  EXPECT_EQ(kernels::ChoosePagedAttentionSplit(params(1, 2048, 2048, 32, 4, 132)).num_splits, 1);
+  // Every choice fits the fixed workspace a backend allocates.
+  for (int32_t seqs : {1, 2, 7, 16, 64}) {
+    for (int32_t q_len : {1, 3, 16, 64}) {
+      for (int32_t kv : {512, 1000, 4096, 65536}) {
+        for (int32_t sms : {1, 8, 132}) {
+          const kernels::PagedAttentionParams p = params(seqs, q_len, kv, 32, 4, sms);
+          s = kernels::ChoosePagedAttentionSplit(p);
+          EXPECT_LE(kernels::PagedAttentionWorkspaceBytes(seqs, p.num_tokens, 32, 64, s.num_splits),
+                    kernels::PagedAttentionFixedWorkspaceBytes(seqs, 64, sms))
+              << seqs << " x " << q_len << " over " << kv << " on " << sms << " SMs";
+        }
+      }
+    }
+  }
+}
+
+// Decode batches (and mixed ones) whose key ranges are split across blocks: key counts
+// below, at and around the split size, one split exactly, uneven last splits, lengths
+// off the block size, GQA groups 1/4/8, head dims 64/80/128.
+TEST(CudaAttentionTest, SplitKvMatchesCpu) {
+  ORCA_REQUIRE_GPU();
+  BackendPair b;
+  ASSERT_TRUE(b.ok()) << b.error();
+  const int sms = DeviceSms(b);
+  ASSERT_GT(sms, 0);
+  std::mt19937 rng(13);
+  const int32_t max_kvs[] = {512, 700, 1000, 2049, 4096, 300};
+  int batches = 0, split_batches = 0;
+  for (int32_t group : {1, 4, 8}) {
+    for (int32_t head_dim : {64, 80, 128}) {
+      const int32_t kv_heads = 2;
+      for (int32_t num_seqs : {1, 2, 5, 8}) {
+        const int32_t max_kv = max_kvs[(batches++) % std::size(max_kvs)];
+        AttentionCase c{"decode", group * kv_heads, kv_heads, head_dim, 16, {{1, max_kv}}};
+        const kernels::PagedAttentionSplit split = SplitFor(c, sms);
+        const int32_t kps = split.num_splits > 1 ? split.keys_per_split : max_kv;
+        const int32_t others[] = {1,           kps - 1,    kps, kps + 1,
+                                  2 * kps - 3, max_kv - 1, 17,  2 * kps + 31};
+        for (int32_t i = 1; i < num_seqs; ++i) {
+          const int32_t pick = others[(i + batches) % std::size(others)];
+          c.seqs.push_back({1, std::clamp(pick, 1, max_kv)});
+        }
+        if (SplitFor(c, sms).num_splits > 1) ++split_batches;
+        const std::string name =
+            "group " + std::to_string(group) + ", d " + std::to_string(head_dim) + ", " +
+            std::to_string(num_seqs) + " seqs up to " + std::to_string(max_kv) + " keys, " +
+            std::to_string(split.num_splits) + " splits of " + std::to_string(split.keys_per_split);
+        c.name = name.c_str();
+        RunCase(b, c, rng);
+      }
+    }
+  }
+  EXPECT_GE(split_batches, batches * 2 / 3) << "most batches should take the split-KV path";
+
+  // Prefill chunks and decodes in one split launch.
+  const std::vector<AttentionCase> mixed = {
+      {"mixed, GQA 8", 16, 2, 64, 16, {{16, 2000}, {1, 4096}, {5, 600}, {1, 1}, {3, 3}, {1, 257}}},
+      {"mixed, MHA", 4, 4, 80, 16, {{7, 1300}, {1, 511}, {2, 1024}, {12, 12}}},
+      {"mixed, GQA 4, block 8", 8, 2, 128, 8, {{9, 777}, {1, 2999}, {4, 260}}},
+  };
+  for (const AttentionCase& c : mixed) {
+    EXPECT_GT(SplitFor(c, sms).num_splits, 1) << c.name;
+    RunCase(b, c, rng);
+  }
 }
 
 }  // namespace

@@ -66,7 +66,14 @@ bool IsContiguous(const Tensor& t) { return t.stride == 0 || t.stride == t.cols;
 class CudaBackendImpl : public CudaBackend {
  public:
   CudaBackendImpl(std::shared_ptr<DeviceMemory> memory, cublasHandle_t cublas, bool allow_tf32)
-      : memory_(std::move(memory)), cublas_(cublas), allow_tf32_(allow_tf32) {}
+      : memory_(std::move(memory)), cublas_(cublas), allow_tf32_(allow_tf32) {
+    // Split-KV attention sizes its grid by the SM count; without it, it never splits.
+    if (cudaDeviceGetAttribute(&num_sms_, cudaDevAttrMultiProcessorCount, memory_->device()) !=
+        cudaSuccess) {
+      (void)cudaGetLastError();
+      num_sms_ = 0;
+    }
+  }
 
   ~CudaBackendImpl() override {
     (void)cudaSetDevice(memory_->device());
@@ -261,8 +268,12 @@ class CudaBackendImpl : public CudaBackend {
   cublasHandle_t cublas_;
   bool allow_tf32_;
   absl::Status first_error_;
-  std::unique_ptr<DeviceBuffer> conversion_;    // activations converted for 16-bit GEMMs
-  std::unique_ptr<DeviceBuffer> attention_ws_;  // paged attention's tile offsets
+  std::unique_ptr<DeviceBuffer> conversion_;  // activations converted for 16-bit GEMMs
+  // Paged attention's tile offsets and split-KV partials, sized by the largest batch
+  // seen (the profiling pass's) up to a bound fixed by the SM count and head dim.
+  std::unique_ptr<DeviceBuffer> attention_ws_;
+  bool attention_splits_ = true;  // false once the device had no room for the partials
+  int num_sms_ = 0;
 };
 
 void CudaBackendImpl::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) {
@@ -317,8 +328,26 @@ void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Te
   }
   if (batch.num_seqs == 0 || q.rows == 0) return;
   cudaStream_t s = BeginOp();
-  auto* ws = static_cast<int32_t*>(Workspace(
-      attention_ws_, sizeof(int32_t) * kernels::PagedAttentionWorkspaceInts(batch.num_seqs)));
+  // Room for every split-KV split a batch of this many sequences and up to this many
+  // tokens can get (reached in the profiling pass, so serving allocates nothing). The
+  // partials are an optimisation: a device with no room for them runs without.
+  if (attention_splits_) {
+    const size_t with_splits = std::min(
+        kernels::PagedAttentionFixedWorkspaceBytes(batch.num_seqs, shape.head_dim, num_sms_),
+        kernels::PagedAttentionWorkspaceBytes(batch.num_seqs, q.rows, num_heads, shape.head_dim,
+                                              kernels::kPagedAttentionMaxSplits));
+    if (attention_ws_ == nullptr || attention_ws_->size() < with_splits) {
+      attention_ws_.reset();
+      auto buf = memory_->Allocate(with_splits + with_splits / 2);
+      if (buf.ok()) {
+        attention_ws_ = std::move(*buf);
+      } else {
+        attention_splits_ = false;
+      }
+    }
+  }
+  void* ws = Workspace(attention_ws_, kernels::PagedAttentionWorkspaceBytes(
+                                          batch.num_seqs, q.rows, num_heads, shape.head_dim, 1));
   if (ws == nullptr) return;
   kernels::PagedAttentionParams p;
   p.q = q.f32();
@@ -338,7 +367,10 @@ void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Te
   p.scale = scale;
   p.out = out.f32();
   p.out_ld = out.ld();
-  Launched(kernels::LaunchPagedAttention(p, ws, s), "LaunchPagedAttention");
+  p.max_query_len = batch.max_query_len;
+  p.max_kv_len = batch.max_kv_len;
+  p.num_sms = num_sms_;
+  Launched(kernels::LaunchPagedAttention(p, ws, attention_ws_->size(), s), "LaunchPagedAttention");
 }
 
 }  // namespace
