@@ -101,10 +101,14 @@ test('two concurrent streams interleave and each equals its solo output', async 
   };
   const texts = await Promise.all(prompts.map(run));
   assert.deepEqual(texts, solo);
-  // Interleaved: both streams delivered chunks before the other finished.
-  const firstEnd = Math.min(arrivals.lastIndexOf(0), arrivals.lastIndexOf(1));
-  const switches = arrivals.slice(0, firstEnd).filter((v, k, a) => k > 0 && v !== a[k - 1]).length;
-  assert.ok(switches >= 4, `streams did not interleave (${switches} switches)`);
+  // Interleaved: each stream delivered a chunk before the other's last one (one after
+  // the other, as request-level scheduling would serve them, fails). Only the order of
+  // first and last chunks counts: a loaded client reads each socket in bursts, so how
+  // often the arrivals alternate says more about its event loop than about the server.
+  const [first0, first1] = [arrivals.indexOf(0), arrivals.indexOf(1)];
+  const [last0, last1] = [arrivals.lastIndexOf(0), arrivals.lastIndexOf(1)];
+  assert.ok(first0 < last1 && first1 < last0,
+    `streams did not overlap (first ${first0}/${first1}, last ${last0}/${last1})`);
 });
 
 test('n=3 with a seed is reproducible', async (t) => {
