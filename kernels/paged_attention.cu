@@ -9,11 +9,12 @@ namespace {
 
 using internal::kFullMask;
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kPairsPerBlock = 16;
-constexpr int kPairsPerWarp = kPairsPerBlock / kWarps;
-constexpr int kKeysPerChunk = 32;
+constexpr int kKeysPerChunk = 32;                      // one key per lane in Q.K
+constexpr int kMaxChunkKeys = kKeysPerChunk * kWarps;  // a shared chunk, all warp parts
+// Dynamic shared memory a block may use: 48 KiB without opt-in, less the slot table.
+constexpr int kSmemFloats = (48 * 1024 - kMaxChunkKeys * 8) / 4;
 constexpr int kScanThreads = 1024;
 constexpr int kMaxHeadDim = 256;
 // Split-KV: splits of at least kMinKeysPerSplit keys (a multiple of kKeysPerChunk), at
@@ -38,14 +39,29 @@ struct SplitState {
 
 // The tile layout of a launch (the same arithmetic on host and device).
 struct TileShape {
-  int32_t heads_per_block, rows_per_tile, blocks_per_group;
+  int32_t pairs_per_warp, heads_per_block, rows_per_tile, blocks_per_group;
 };
 
-TileShape TileShapeFor(int32_t num_heads, int32_t num_kv_heads) {
-  const int32_t group = num_heads / num_kv_heads;
+// (Row, head) pairs per warp for a head dim: what the accumulators' registers allow
+// (kEpl floats per pair per lane) and what keeps the queries (pairs x head_dim floats)
+// plus one chunk of K in 48 KiB of shared memory.
+constexpr int PairsPerWarp(int32_t head_dim) {
+  return head_dim <= 64 ? 8 : head_dim <= 128 ? 4 : 1;
+}
+
+// Returns the tile layout of a launch. Batches whose every tile has at most kWarps
+// pairs (decode with a GQA group of up to 8, by the max_query_len hint) get the
+// one-pair-per-warp kernel, whose registers leave room for more resident blocks; a
+// wrong hint only makes more, smaller tiles.
+TileShape TileShapeFor(const PagedAttentionParams& p) {
+  const int32_t group = p.num_heads / p.num_kv_heads;
   TileShape t;
-  t.heads_per_block = group < kPairsPerBlock ? group : kPairsPerBlock;
-  t.rows_per_tile = kPairsPerBlock / t.heads_per_block;
+  t.pairs_per_warp = p.max_query_len > 0 && int64_t{group} * p.max_query_len <= kWarps
+                         ? 1
+                         : PairsPerWarp(p.head_dim);
+  const int32_t pairs_per_block = kWarps * t.pairs_per_warp;
+  t.heads_per_block = group < pairs_per_block ? group : pairs_per_block;
+  t.rows_per_tile = pairs_per_block / t.heads_per_block;
   t.blocks_per_group = (group + t.heads_per_block - 1) / t.heads_per_block;
   return t;
 }
@@ -102,16 +118,86 @@ __global__ void TileStartKernel(const int32_t* __restrict__ query_start, int32_t
   }
 }
 
-// kEpl: output columns per lane (head_dim <= 32 * kEpl).
-template <int kEpl>
+// How a block of `num_pairs` (row, head) pairs lays out the `smem_floats` floats of
+// dynamic shared memory after the warps' probability rows: the shared key chunk is
+// `split` x 32 keys (one 32-key slice per warp part), K and V get a buffer each when
+// both fit (`together`), else V reuses K's after the scores are taken (wide heads with
+// many pairs); the pre-scaled queries follow. Block-uniform.
+struct ChunkLayout {
+  int32_t split;   // warps sharing one pair (1, 2, 4 or 8), each on its 32-key slice
+  int32_t stride;  // floats per key row in the buffers: head_dim + 4 (float4) or + 1
+  bool together;   // K and V buffers side by side
+};
+
+__host__ __device__ constexpr int32_t ChunkRowStride(int32_t d, bool vec4) {
+  // Padding keeps lane = key reads conflict-free: a quarter-warp's float4 rows (or a
+  // warp's scalar rows) land on distinct banks.
+  return vec4 ? d + 4 : d + 1;
+}
+
+__host__ __device__ inline int32_t SplitFor(int32_t num_pairs) {
+  int32_t split = 1;
+  while (split * 2 * num_pairs <= kWarps) split *= 2;
+  return split;
+}
+
+// Floats a block of `num_pairs` pairs needs with `split` warp parts, K and V together
+// (or, with together false, V reusing K's buffer).
+__host__ __device__ constexpr int64_t ChunkFloats(int32_t num_pairs, int32_t d, int32_t stride,
+                                                  int32_t split, bool together) {
+  return int64_t{num_pairs} * d + int64_t{together ? 2 : 1} * kKeysPerChunk * split * stride;
+}
+
+__host__ __device__ inline ChunkLayout LayoutFor(int32_t num_pairs, int32_t d, bool vec4,
+                                                 int32_t smem_floats) {
+  ChunkLayout c;
+  c.stride = ChunkRowStride(d, vec4);
+  // Fewer warp parts rather than serialising the K and V loads; V reuses K's buffer
+  // only when even one 32-key slice of each does not fit.
+  c.split = SplitFor(num_pairs);
+  while (c.split > 1 && ChunkFloats(num_pairs, d, c.stride, c.split, true) > smem_floats) {
+    c.split /= 2;
+  }
+  c.together = ChunkFloats(num_pairs, d, c.stride, c.split, true) <= smem_floats;
+  return c;
+}
+
+// Copies keys [base, base + keys) of the chunk, rows `slot_s`, columns head_col.. of
+// `cache` into `buf` (zeros past key_end, so no poison reaches an FMA).
+__device__ inline void LoadChunk(const float* __restrict__ cache, const long long* slot_s,
+                                 int32_t base, int32_t keys, int32_t key_end, int64_t kv_width,
+                                 int64_t head_col, int32_t d, bool vec4, int32_t stride,
+                                 float* buf) {
+  if (vec4) {
+    const int32_t d4 = d >> 2;
+    for (int32_t idx = threadIdx.x; idx < keys * d4; idx += kThreads) {
+      const int32_t key = idx / d4, c = (idx - key * d4) * 4;
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (base + key < key_end) {
+        v = *reinterpret_cast<const float4*>(cache + slot_s[key] * kv_width + head_col + c);
+      }
+      *reinterpret_cast<float4*>(buf + key * stride + c) = v;
+    }
+  } else {
+    for (int32_t idx = threadIdx.x; idx < keys * d; idx += kThreads) {
+      const int32_t key = idx / d, c = idx - key * d;
+      buf[key * stride + c] =
+          base + key < key_end ? cache[slot_s[key] * kv_width + head_col + c] : 0.0f;
+    }
+  }
+}
+
+// kEpl: output columns per lane (head_dim <= 32 * kEpl); kPpw: (row, head) pairs per
+// warp, so a block holds up to kWarps * kPpw pairs.
+template <int kEpl, int kPpw>
 __global__ void __launch_bounds__(kThreads)
     PagedAttentionKernel(PagedAttentionParams p, const int32_t* __restrict__ tile_start,
-                         int32_t heads_per_block, int32_t rows_per_tile, SplitState split_kv) {
+                         int32_t heads_per_block, int32_t rows_per_tile, int32_t smem_floats,
+                         SplitState split_kv) {
   extern __shared__ float4 smem4[];  // float4: 16-byte alignment for the vector loads
   float* smem = reinterpret_cast<float*>(smem4);
+  __shared__ long long slot_s[kMaxChunkKeys];  // cache rows of the next chunk's keys
   const int32_t d = p.head_dim;
-  float* q_s = smem;                           // [kPairsPerBlock][d], pre-scaled queries
-  float* merge_s = smem + kPairsPerBlock * d;  // [kWarps][d + 2]: acc, max, sum
 
   // Which sequence and rows: the last sequence whose first tile is <= this tile.
   const int32_t tile = static_cast<int32_t>(blockIdx.x);
@@ -139,7 +225,19 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t head_off = (static_cast<int32_t>(blockIdx.y) % blocks_per_group) * heads_per_block;
   const int32_t head0 = kv_head * group + head_off;
   const int32_t heads = min(heads_per_block, group - head_off);
-  const int32_t num_pairs = rows * heads;  // (row, head) pairs, 1 .. kPairsPerBlock
+  const int32_t num_pairs = rows * heads;  // (row, head) pairs, 1 .. kWarps * kPpw
+
+  const bool vec4 = (d & 3) == 0 && (reinterpret_cast<uintptr_t>(p.k_cache) & 15) == 0 &&
+                    (reinterpret_cast<uintptr_t>(p.v_cache) & 15) == 0;
+  // smem_floats: what follows the per-warp probability rows.
+  const ChunkLayout layout = LayoutFor(num_pairs, d, vec4, smem_floats);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int32_t split = layout.split, stride = layout.stride;
+  const int32_t chunk_keys = kKeysPerChunk * split;
+  float* prob_s = smem + warp * kPpw * kKeysPerChunk;  // this warp's [kPpw][32] weights
+  float* k_s = smem + kWarps * kPpw * kKeysPerChunk;   // [chunk_keys][stride]
+  float* v_s = layout.together ? k_s + chunk_keys * stride : k_s;
+  float* q_s = k_s + (layout.together ? 2 : 1) * chunk_keys * stride;  // [num_pairs][d]
 
   for (int32_t idx = threadIdx.x; idx < num_pairs * d; idx += kThreads) {
     const int32_t pair = idx / d, c = idx - pair * d;
@@ -148,26 +246,23 @@ __global__ void __launch_bounds__(kThreads)
         p.q[static_cast<int64_t>(q_begin + row0 + r) * p.q_ld + static_cast<int64_t>(h) * d + c] *
         p.scale;
   }
-  __syncthreads();
 
   // Pairs of this warp; with fewer pairs than warps, `split` warps share a pair and
-  // take every split-th key chunk.
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int split = num_pairs >= kWarps ? 1 : kWarps / num_pairs;
+  // each takes its own 32-key slice of every chunk.
   const int groups = kWarps / split;
   const int my_group = warp / split, part = warp % split;
-  int32_t pair_of[kPairsPerWarp];   // -1: none
-  int32_t last_key[kPairsPerWarp];  // causal limit: the pair's own position
-  int32_t key_end = 0;
+  int32_t pair_of[kPpw];   // -1: none
+  int32_t last_key[kPpw];  // causal limit: the pair's own position
 #pragma unroll
-  for (int i = 0; i < kPairsPerWarp; ++i) {
+  for (int i = 0; i < kPpw; ++i) {
     const int32_t pair = my_group + i * groups;
     const bool has = pair < num_pairs;
     pair_of[i] = has ? pair : -1;
     last_key[i] = has ? kv_len - q_len + row0 + pair / heads : -1;
-    if (has) key_end = max(key_end, last_key[i] + 1);
   }
-  key_end = min(key_end, kv_len);
+  // The block's key range (block-uniform: every thread loads and passes the barriers):
+  // up to the tile's last row's position.
+  int32_t key_end = min(kv_len, kv_len - q_len + row0 + rows);
 
   // Split-KV: this block's share of the key range; the last split runs to the end.
   int32_t key_begin = 0;
@@ -181,63 +276,76 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.max_blocks_per_seq;
   const int64_t kv_width = static_cast<int64_t>(p.num_kv_heads) * d;
   const int64_t head_col = static_cast<int64_t>(kv_head) * d;
-  const bool vec4 = (d & 3) == 0;
+  auto fill_slots = [&](int32_t base) {
+    const int32_t k = static_cast<int32_t>(threadIdx.x);
+    if (k < chunk_keys) {
+      const int32_t j = base + k;
+      slot_s[k] = j < key_end ? static_cast<long long>(table[j / p.block_size]) * p.block_size +
+                                    j % p.block_size
+                              : 0;
+    }
+  };
 
-  float m[kPairsPerWarp], l[kPairsPerWarp], acc[kPairsPerWarp][kEpl];
+  float m[kPpw], l[kPpw], acc[kPpw][kEpl];
 #pragma unroll
-  for (int i = 0; i < kPairsPerWarp; ++i) {
+  for (int i = 0; i < kPpw; ++i) {
     m[i] = -INFINITY;
     l[i] = 0.0f;
 #pragma unroll
     for (int e = 0; e < kEpl; ++e) acc[i][e] = 0.0f;
   }
 
-  for (int32_t base = key_begin + part * kKeysPerChunk; base < key_end;
-       base += split * kKeysPerChunk) {
-    // Q.K: lane = key.
-    const int32_t j = base + lane;
-    const bool in_range = j < key_end;
-    long long slot = 0;
-    if (in_range) {
-      slot = static_cast<long long>(table[j / p.block_size]) * p.block_size + j % p.block_size;
+  fill_slots(key_begin);
+  __syncthreads();  // q_s and the first chunk's slots
+  for (int32_t base = key_begin; base < key_end; base += chunk_keys) {
+    // Every row of the buffers is written (zeros past key_end): P.V reads whole slices.
+    LoadChunk(p.k_cache, slot_s, base, chunk_keys, key_end, kv_width, head_col, d, vec4, stride,
+              k_s);
+    if (layout.together) {
+      LoadChunk(p.v_cache, slot_s, base, chunk_keys, key_end, kv_width, head_col, d, vec4, stride,
+                v_s);
     }
-    float score[kPairsPerWarp];
+    __syncthreads();  // the chunk is in shared memory; slot_s is free again
+
+    // Q.K: lane = key of this warp's slice.
+    const int32_t slice = kKeysPerChunk * part;
+    const int32_t j = base + slice + lane;
+    const bool in_range = j < key_end;
+    const float* krow = k_s + (slice + lane) * stride;
+    float score[kPpw];
 #pragma unroll
-    for (int i = 0; i < kPairsPerWarp; ++i) score[i] = 0.0f;
-    if (in_range) {
-      const float* krow = p.k_cache + slot * kv_width + head_col;
-      if (vec4) {
+    for (int i = 0; i < kPpw; ++i) score[i] = 0.0f;
+    if (vec4) {
 #pragma unroll 4
-        for (int32_t c = 0; c < d; c += 4) {
-          const float4 k4 = *reinterpret_cast<const float4*>(krow + c);
+      for (int32_t c = 0; c < d; c += 4) {
+        const float4 k4 = *reinterpret_cast<const float4*>(krow + c);
 #pragma unroll
-          for (int i = 0; i < kPairsPerWarp; ++i) {
-            if (pair_of[i] < 0) continue;
-            const float4 q4 = *reinterpret_cast<const float4*>(q_s + pair_of[i] * d + c);
-            score[i] += q4.x * k4.x + q4.y * k4.y + q4.z * k4.z + q4.w * k4.w;
-          }
+        for (int i = 0; i < kPpw; ++i) {
+          if (pair_of[i] < 0) continue;
+          const float4 q4 = *reinterpret_cast<const float4*>(q_s + pair_of[i] * d + c);
+          score[i] += q4.x * k4.x + q4.y * k4.y + q4.z * k4.z + q4.w * k4.w;
         }
-      } else {
-        for (int32_t c = 0; c < d; ++c) {
-          const float kc = krow[c];
+      }
+    } else {
+      for (int32_t c = 0; c < d; ++c) {
+        const float kc = krow[c];
 #pragma unroll
-          for (int i = 0; i < kPairsPerWarp; ++i) {
-            if (pair_of[i] >= 0) score[i] += q_s[pair_of[i] * d + c] * kc;
-          }
+        for (int i = 0; i < kPpw; ++i) {
+          if (pair_of[i] >= 0) score[i] += q_s[pair_of[i] * d + c] * kc;
         }
       }
     }
 
     // Online softmax update per pair (all branches are warp-uniform).
-    float prob[kPairsPerWarp];
+    float prob[kPpw];
 #pragma unroll
-    for (int i = 0; i < kPairsPerWarp; ++i) {
+    for (int i = 0; i < kPpw; ++i) {
       prob[i] = 0.0f;
       if (pair_of[i] < 0) continue;
       const bool allowed = in_range && j <= last_key[i];
       const float s = allowed ? score[i] : -INFINITY;
       const float chunk_max = internal::WarpMax(s);
-      if (chunk_max == -INFINITY) continue;  // no key of this chunk is visible to the pair
+      if (chunk_max == -INFINITY) continue;  // no key of this slice is visible to the pair
       const float m_new = fmaxf(m[i], chunk_max);
       const float alpha = expf(m[i] - m_new);
       prob[i] = allowed ? expf(s - m_new) : 0.0f;
@@ -247,35 +355,45 @@ __global__ void __launch_bounds__(kThreads)
       for (int e = 0; e < kEpl; ++e) acc[i][e] *= alpha;
     }
 
-    // P.V: lane = output column; each V row is read once for all pairs of the warp,
-    // kPvUnroll rows in flight at a time (keys past `keys` have probability 0); fewer
-    // for wide heads, whose accumulators already fill the registers.
-    constexpr int kPvUnroll = kEpl >= 8 ? 2 : 4;
-    const int32_t keys = min(kKeysPerChunk, key_end - base);
-    for (int32_t jj = 0; jj < keys; jj += kPvUnroll) {
+    if (!layout.together) {
+      __syncthreads();  // every warp has its scores: K's buffer may take V
+      LoadChunk(p.v_cache, slot_s, base, chunk_keys, key_end, kv_width, head_col, d, vec4, stride,
+                v_s);
+      __syncthreads();
+    }
+    // Both paths: every thread is past its last slot_s read of this chunk.
+    if (base + chunk_keys < key_end) fill_slots(base + chunk_keys);
+
+    // P.V: lane = output column; each V row of the slice is read from shared memory
+    // once for all pairs of the warp, 4 rows at a time, and the pairs' weights of those
+    // rows as one float4 broadcast from the warp's probability rows (rows past the
+    // slice's keys are zeros with probability 0).
+    for (int i = 0; i < kPpw; ++i) prob_s[i * kKeysPerChunk + lane] = prob[i];
+    __syncwarp();
+    constexpr int kPvUnroll = 4;
+    const int32_t slice_keys = min(kKeysPerChunk, key_end - base - slice);
+    for (int32_t jj = 0; jj < slice_keys; jj += kPvUnroll) {
       float v[kPvUnroll][kEpl];
 #pragma unroll
       for (int u = 0; u < kPvUnroll; ++u) {
-        const long long vslot = __shfl_sync(kFullMask, slot, jj + u);
-        const bool valid = jj + u < keys;
-        const float* vrow = p.v_cache + vslot * kv_width + head_col;
+        const float* vrow = v_s + (slice + jj + u) * stride;
 #pragma unroll
         for (int e = 0; e < kEpl; ++e) {
           const int32_t c = lane + 32 * e;
-          v[u][e] = valid && c < d ? vrow[c] : 0.0f;
+          v[u][e] = c < d ? vrow[c] : 0.0f;
         }
       }
 #pragma unroll
-      for (int i = 0; i < kPairsPerWarp; ++i) {
+      for (int i = 0; i < kPpw; ++i) {
         if (pair_of[i] < 0) continue;
+        const float4 w = *reinterpret_cast<const float4*>(prob_s + i * kKeysPerChunk + jj);
 #pragma unroll
-        for (int u = 0; u < kPvUnroll; ++u) {
-          const float w = __shfl_sync(kFullMask, prob[i], jj + u);
-#pragma unroll
-          for (int e = 0; e < kEpl; ++e) acc[i][e] += w * v[u][e];
+        for (int e = 0; e < kEpl; ++e) {
+          acc[i][e] += w.x * v[0][e] + w.y * v[1][e] + w.z * v[2][e] + w.w * v[3][e];
         }
       }
     }
+    __syncthreads();  // the buffers and the next chunk's slots
   }
 
   // Writes a pair's result: normalised into `out`, or with split-KV its partial state
@@ -307,7 +425,9 @@ __global__ void __launch_bounds__(kThreads)
   };
 
   if (split > 1) {
-    // Here every warp owns at most pair_of[0]; merge the split partial states.
+    // Here every warp owns at most pair_of[0]; merge the parts' states through the
+    // (now free) chunk buffer: [kWarps][d + 2] acc, max, sum.
+    float* merge_s = k_s;
     float* mine = merge_s + warp * (d + 2);
     if (pair_of[0] >= 0) {
 #pragma unroll
@@ -344,7 +464,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 
 #pragma unroll
-  for (int i = 0; i < kPairsPerWarp; ++i) {
+  for (int i = 0; i < kPpw; ++i) {
     if (pair_of[i] >= 0) emit(pair_of[i], acc[i], m[i], l[i]);
   }
 }
@@ -396,11 +516,44 @@ __global__ void __launch_bounds__(32 * kMergeWarps)
   }
 }
 
-template <int kEpl>
-cudaError_t Launch(const PagedAttentionParams& p, const int32_t* tile_start, dim3 grid, size_t smem,
+// Returns the floats of dynamic shared memory a launch needs after the probability
+// rows: enough for the layout (LayoutFor under `budget`) of every block the batch can
+// have, and at least a full tile with one K slice (Launch's static_assert keeps that
+// within the budget), so that a wrong max_query_len hint costs speed only: blocks with
+// fewer pairs than expected then pick fewer warp parts.
+int32_t SmemFloatsFor(const PagedAttentionParams& p, const TileShape& shape, int32_t budget) {
+  const int32_t d = p.head_dim;
+  const bool vec4 = (d & 3) == 0;  // the wider stride bounds the scalar one
+  const int32_t stride = ChunkRowStride(d, vec4);
+  const int32_t max_pairs = shape.heads_per_block * shape.rows_per_tile;
+  int64_t floats = ChunkFloats(max_pairs, d, stride, 1, false);
+  // The pair counts blocks can have: rows 1 .. the tile's (the hint's at most) times
+  // a full head slice or the group's last, narrower one.
+  const int32_t group = p.num_heads / p.num_kv_heads;
+  const int32_t last_heads = group - (shape.blocks_per_group - 1) * shape.heads_per_block;
+  const int32_t max_rows =
+      p.max_query_len > 0 ? std::min(shape.rows_per_tile, p.max_query_len) : shape.rows_per_tile;
+  for (int32_t rows = 1; rows <= max_rows; ++rows) {
+    for (int32_t heads : {shape.heads_per_block, last_heads}) {
+      const ChunkLayout c = LayoutFor(rows * heads, d, vec4, budget);
+      floats = std::max(floats, ChunkFloats(rows * heads, d, stride, c.split, c.together));
+    }
+  }
+  return static_cast<int32_t>(std::min<int64_t>(floats, budget));
+}
+
+template <int kEpl, int kPpw>
+cudaError_t Launch(const PagedAttentionParams& p, const int32_t* tile_start, dim3 grid,
                    const TileShape& shape, const SplitState& split_kv, cudaStream_t stream) {
-  PagedAttentionKernel<kEpl><<<grid, kThreads, smem, stream>>>(p, tile_start, shape.heads_per_block,
-                                                               shape.rows_per_tile, split_kv);
+  constexpr int kProbFloats = kWarps * kPpw * kKeysPerChunk;
+  static_assert(ChunkFloats(kWarps * kPpw, 32 * kEpl, ChunkRowStride(32 * kEpl, true), 1, false) +
+                        kProbFloats <=
+                    kSmemFloats,
+                "a full tile, one K slice and the probability rows must fit the shared memory");
+  const int32_t smem_floats = SmemFloatsFor(p, shape, kSmemFloats - kProbFloats);
+  const size_t smem_bytes = sizeof(float) * static_cast<size_t>(kProbFloats + smem_floats);
+  PagedAttentionKernel<kEpl, kPpw><<<grid, kThreads, smem_bytes, stream>>>(
+      p, tile_start, shape.heads_per_block, shape.rows_per_tile, smem_floats, split_kv);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess || grid.z == 1) return err;
   const int64_t pairs = p.num_tokens * p.num_heads;
@@ -408,6 +561,18 @@ cudaError_t Launch(const PagedAttentionParams& p, const int32_t* tile_start, dim
   MergeSplitsKernel<kEpl><<<merge_blocks, 32 * kMergeWarps, 0, stream>>>(
       p, static_cast<int32_t>(grid.z), split_kv.ml, split_kv.acc);
   return cudaGetLastError();
+}
+
+// Launches the variant for the head dim's columns per lane and the tile's pairs per
+// warp (1, or PairsPerWarp(32 * kEpl)).
+template <int kEpl>
+cudaError_t LaunchFor(const PagedAttentionParams& p, const int32_t* tile_start, dim3 grid,
+                      const TileShape& shape, const SplitState& split_kv, cudaStream_t stream) {
+  constexpr int kPpw = PairsPerWarp(32 * kEpl);
+  if (kPpw == 1 || shape.pairs_per_warp == 1) {
+    return Launch<kEpl, 1>(p, tile_start, grid, shape, split_kv, stream);
+  }
+  return Launch<kEpl, kPpw>(p, tile_start, grid, shape, split_kv, stream);
 }
 
 }  // namespace
@@ -418,7 +583,7 @@ PagedAttentionSplit ChoosePagedAttentionSplit(const PagedAttentionParams& p) {
       p.num_heads % p.num_kv_heads != 0) {
     return {};
   }
-  const TileShape shape = TileShapeFor(p.num_heads, p.num_kv_heads);
+  const TileShape shape = TileShapeFor(p);
   int64_t tiles = MaxTiles(p.num_tokens, p.num_seqs, shape.rows_per_tile);
   if (p.max_query_len > 0) {
     const int64_t per_seq = (p.max_query_len + shape.rows_per_tile - 1) / shape.rows_per_tile;
@@ -465,7 +630,7 @@ cudaError_t LaunchPagedAttention(const PagedAttentionParams& p, void* workspace,
   const size_t tile_bytes =
       PagedAttentionWorkspaceBytes(p.num_seqs, p.num_tokens, p.num_heads, p.head_dim, 1);
   if (workspace == nullptr || workspace_bytes < tile_bytes) return cudaErrorInvalidValue;
-  const TileShape shape = TileShapeFor(p.num_heads, p.num_kv_heads);
+  const TileShape shape = TileShapeFor(p);
   const int64_t max_tiles = MaxTiles(p.num_tokens, p.num_seqs, shape.rows_per_tile);
   if (max_tiles > INT32_MAX || int64_t{p.num_kv_heads} * shape.blocks_per_group > 65535) {
     return cudaErrorInvalidValue;
@@ -495,12 +660,10 @@ cudaError_t LaunchPagedAttention(const PagedAttentionParams& p, void* workspace,
   const dim3 grid(static_cast<unsigned>(max_tiles),
                   static_cast<unsigned>(p.num_kv_heads * shape.blocks_per_group),
                   static_cast<unsigned>(split.num_splits));
-  const size_t smem =
-      sizeof(float) * static_cast<size_t>(kPairsPerBlock * p.head_dim + kWarps * (p.head_dim + 2));
-  if (p.head_dim <= 32) return Launch<1>(p, tile_start, grid, smem, shape, split_kv, stream);
-  if (p.head_dim <= 64) return Launch<2>(p, tile_start, grid, smem, shape, split_kv, stream);
-  if (p.head_dim <= 128) return Launch<4>(p, tile_start, grid, smem, shape, split_kv, stream);
-  return Launch<8>(p, tile_start, grid, smem, shape, split_kv, stream);
+  if (p.head_dim <= 32) return LaunchFor<1>(p, tile_start, grid, shape, split_kv, stream);
+  if (p.head_dim <= 64) return LaunchFor<2>(p, tile_start, grid, shape, split_kv, stream);
+  if (p.head_dim <= 128) return LaunchFor<4>(p, tile_start, grid, shape, split_kv, stream);
+  return LaunchFor<8>(p, tile_start, grid, shape, split_kv, stream);
 }
 
 }  // namespace orca::kernels

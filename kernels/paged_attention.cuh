@@ -2,14 +2,22 @@
 // chunks and decode tokens of many sequences in one launch, grouped-query attention,
 // per-sequence block tables, online softmax in float32.
 //
-// Work decomposition: a thread block covers a tile of consecutive query rows of one
-// sequence and up to 16 query heads that share one KV head (16 (row, head) pairs in
-// all), so a decode-only batch gets one block per (sequence, KV-head group) and a
-// prefill chunk one block per few rows. Each warp owns up to 4 pairs and streams the
-// causal key range in chunks of 32 keys (one key per lane for Q.K, one output column
-// per lane for P.V), keeping a running max, sum and accumulator per pair. When a tile
-// has fewer than 4 pairs (decode with little or no GQA), warps split the key range and
-// merge their partial softmax states in shared memory.
+// Work decomposition: a thread block (8 warps) covers a tile of consecutive query rows
+// of one sequence and the query heads that share one KV head, up to 8 x P (row, head)
+// pairs with P = 8/4/1 pairs per warp for head_dim <= 64/128/256 (P = 1 when the
+// max_query_len hint says no tile needs more, e.g. decode with G <= 8): a decode-only
+// batch gets one block per (sequence, KV-head group), a prefill chunk one block per
+// 8P/G rows (8 rows at G = 8, head_dim 64), a group wider than 8P several blocks. The
+// block walks the tile's causal key range in chunks: all its threads copy the chunk's
+// K and V rows of the KV head from the paged cache into shared memory once (float4
+// loads when head_dim is a multiple of 4, scalar otherwise; zeros past the range), and
+// every pair computes from there. Each warp owns up to P pairs with one key per lane
+// for Q.K and one output column per lane for P.V, keeping a running max, sum and
+// accumulator per pair (online softmax in float32). When a tile has fewer pairs than
+// warps (decode with little or no GQA), `split` warps share a pair, the chunk grows to
+// split x 32 keys (one slice per warp), and their partial softmax states are merged in
+// shared memory. Shared memory stays within 48 KiB: wide heads with many pairs load V
+// into K's buffer once the scores are taken.
 //
 // Split-KV (flash-decoding): when that grid is too small to fill the device (fewer
 // than 2 blocks per SM: decode at small batch, short chunks), each tile's key range is

@@ -2,7 +2,8 @@
 // prefill (causal), chunked prefill and decode sequences in one call, MHA / GQA / MQA
 // head layouts (including groups wider than one thread block), head dims that are and
 // are not multiples of 4 and 32, shuffled block tables, a strided q; split-KV
-// (flash-decoding) at the key counts around its split boundaries, and its policy.
+// (flash-decoding) at the key counts around its split boundaries, and its policy; the
+// boundaries of the kernel's shared-memory tiles (rows per tile, keys per chunk).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -247,6 +248,76 @@ TEST(CudaAttentionTest, SplitKvMatchesCpu) {
   for (const AttentionCase& c : mixed) {
     EXPECT_GT(SplitFor(c, sms).num_splits, 1) << c.name;
     RunCase(b, c, rng);
+  }
+}
+
+// Query rows per thread block of a prefill tile for a GQA group and head dim: mirrors
+// the kernel's tile shape (paged_attention.cu, TileShapeFor: 8 warps x 8/4/1 (row,
+// head) pairs per warp for head dims up to 64/128/256; decode-only batches with groups
+// up to 8 take one pair per warp). Should the two drift apart, the boundaries below
+// move, nothing breaks.
+int32_t RowsPerTile(int32_t group, int32_t head_dim) {
+  const int32_t pairs = 8 * (head_dim <= 64 ? 8 : head_dim <= 128 ? 4 : 1);
+  return pairs / std::min(group, pairs);
+}
+
+// The boundaries of the shared-memory decomposition: prefill rows around the tile's
+// row count (causal masks inside a tile), key counts around the shared chunk (32 keys
+// per warp part, up to 256 when 8 warps share one pair), head dims that are not
+// multiples of 4 (scalar loads, odd row strides), GQA groups 1/2/8/16/20 (one pair per
+// block up to groups split over blocks), with and without split-KV.
+TEST(CudaAttentionTest, SharedChunkBoundariesMatchCpu) {
+  ORCA_REQUIRE_GPU();
+  BackendPair b;
+  ASSERT_TRUE(b.ok()) << b.error();
+  const int sms = DeviceSms(b);
+  ASSERT_GT(sms, 0);
+  std::mt19937 rng(14);
+  struct Layout {
+    int32_t group, kv_heads, head_dim, block_size;
+  };
+  const Layout layouts[] = {
+      {1, 3, 64, 16}, {2, 2, 34, 16},   {8, 2, 64, 16},
+      {16, 1, 32, 8}, {20, 2, 130, 16}, {8, 1, 6, 4},
+  };
+  for (const Layout& lay : layouts) {
+    const int32_t heads = lay.group * lay.kv_heads;
+    const int32_t rows = RowsPerTile(lay.group, lay.head_dim);
+    const std::string shape = "group " + std::to_string(lay.group) + ", d " +
+                              std::to_string(lay.head_dim) + ", " + std::to_string(rows) +
+                              " rows per tile";
+    // Prefill (q_len == kv_len) and chunked prefill around the tile's row count.
+    AttentionCase prefill{nullptr, heads, lay.kv_heads, lay.head_dim, lay.block_size, {}};
+    for (int32_t q : {1, rows - 1, rows, rows + 1, 2 * rows + 1}) {
+      if (q >= 1) prefill.seqs.push_back({q, q});
+    }
+    prefill.seqs.push_back({rows + 1, rows + 40});
+    prefill.seqs.push_back({std::max(rows - 1, 1), 257});
+    const std::string prefill_name = shape + ", prefill";
+    prefill.name = prefill_name.c_str();
+    RunCase(b, prefill, rng);
+
+    // Decode key counts around the shared chunk sizes.
+    AttentionCase decode{nullptr, heads, lay.kv_heads, lay.head_dim, lay.block_size, {}};
+    for (int32_t kv : {1, 31, 32, 33, 63, 64, 65, 127, 129, 255, 256, 257}) {
+      decode.seqs.push_back({1, kv});
+    }
+    const std::string decode_name = shape + ", decode";
+    decode.name = decode_name.c_str();
+    RunCase(b, decode, rng);
+
+    // A batch whose grid fills the device: the single pass without split-KV, prefill
+    // tiles and decodes mixed.
+    AttentionCase full{nullptr, heads, lay.kv_heads, lay.head_dim, lay.block_size, {}};
+    full.seqs.push_back({3 * rows + 2, 3 * rows + 70});
+    const int32_t kvs[] = {1, 33, 96, 257, 130, 65};
+    while (SplitFor(full, sms).num_splits > 1) {
+      full.seqs.push_back({1, kvs[full.seqs.size() % std::size(kvs)]});
+    }
+    const std::string full_name = shape + ", " + std::to_string(full.seqs.size()) + " seqs";
+    full.name = full_name.c_str();
+    EXPECT_EQ(SplitFor(full, sms).num_splits, 1) << full.name;
+    RunCase(b, full, rng);
   }
 }
 
