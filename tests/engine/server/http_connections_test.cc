@@ -21,6 +21,7 @@
 
 #include "absl/strings/match.h"
 #include "engine/server/http_server.h"
+#include "tests/engine/server/raw_connection.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {
@@ -58,50 +59,7 @@ HttpServerOptions BaseOptions() {
   return o;
 }
 
-// A raw loopback connection that can stop mid-header.
-class RawConnection {
- public:
-  explicit RawConnection(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  }
-  ~RawConnection() { ::close(fd_); }
-  bool connected() const { return connected_; }
-  bool Send(const std::string& data) {
-    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
-  }
-  // Reads what the server sends until it closes the connection (true) or `timeout`
-  // passes (false).
-  bool ReadUntilClosed(std::chrono::milliseconds timeout, std::string* out = nullptr) {
-    const auto deadline = Clock::now() + timeout;
-    char buf[4096];
-    while (true) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) return true;  // closed (or reset)
-      if (out != nullptr) out->append(buf, static_cast<size_t>(n));
-    }
-  }
-  // Whether the server has closed the connection (without waiting).
-  bool ClosedNow() {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 0) <= 0) return false;
-    char c;
-    return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
+using testing::RawConnection;
 
 // Opens `n` connections that each send half a request header and stall.
 std::vector<std::unique_ptr<RawConnection>> Stall(int port, int n) {

@@ -24,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tests/engine/server/raw_connection.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {
@@ -93,44 +94,7 @@ json ExpectErrorObject(const std::string& body, const json& param) {
   return e;
 }
 
-// A raw loopback connection, for what cpp-httplib's client cannot do: send part of a
-// chunked body and stop, then read what the server answers.
-class RawConnection {
- public:
-  explicit RawConnection(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-    timeval tv{10, 0};  // no answer within 10 s fails the test instead of hanging it
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
-  ~RawConnection() { ::close(fd_); }
-  bool connected() const { return connected_; }
-  bool Send(const std::string& data) {
-    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
-  }
-  // Reads until the server closes the connection or 10 s pass without a byte; sets
-  // `closed` when the server closed it.
-  std::string ReadAll(bool* closed) {
-    std::string out;
-    char buf[4096];
-    while (true) {
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) {
-        *closed = n == 0;
-        return out;
-      }
-      out.append(buf, static_cast<size_t>(n));
-    }
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
+using testing::RawConnection;
 
 std::string Chunk(const std::string& data) {
   char size[32];

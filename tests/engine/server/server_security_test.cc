@@ -39,6 +39,7 @@
 #include "engine/server/http_server.h"
 #include "engine/server/tls_credentials.h"
 #include "orca/v1/inference.grpc.pb.h"
+#include "tests/engine/server/raw_connection.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {
@@ -134,42 +135,7 @@ std::optional<TlsCredentials> LoadTestCredentials() {
   return c.ok() ? *c : std::nullopt;
 }
 
-// A plain TCP connection to 127.0.0.1:port with a 10 s receive timeout.
-class RawConnection {
- public:
-  explicit RawConnection(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-    timeval tv{10, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
-  ~RawConnection() { ::close(fd_); }
-  bool connected() const { return connected_; }
-  bool Send(const std::string& data) {
-    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
-  }
-  // Reads until the server closes (sets `closed`) or 10 s pass without a byte.
-  std::string ReadAll(bool* closed) {
-    std::string out;
-    char buf[4096];
-    while (true) {
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) {
-        *closed = n == 0;
-        return out;
-      }
-      out.append(buf, static_cast<size_t>(n));
-    }
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
+using testing::RawConnection;
 
 // ---------------------------------------------------------------------------------------
 // Loading the certificate and key.
