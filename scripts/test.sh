@@ -17,6 +17,11 @@ fi
 if [ "${ORCA_SKIP_FUZZ:-0}" != 1 ]; then
   scripts/test-fuzz.sh
 fi
+# The engine/server concurrency tests under ThreadSanitizer, with Abseil built
+# instrumented from Debian's source package (docs/sanitizers.md; skip: ORCA_SKIP_TSAN=1).
+if [ "${ORCA_SKIP_TSAN:-0}" != 1 ]; then
+  scripts/test-tsan.sh
+fi
 # The GPU path on the CUDA twin: the gpu tests, none skipped, and `--device cuda`
 # served end to end (skip: ORCA_SKIP_TWIN=1).
 if [ "${ORCA_SKIP_TWIN:-0}" != 1 ]; then

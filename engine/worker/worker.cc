@@ -296,7 +296,9 @@ absl::Status WorkerRank::Session() {
   }
   {
     absl::MutexLock lock(&mu_);
-    if (stop_) return absl::OkStatus();
+    // draining_ too: a Drain() between Run()'s check and here found no ctx_ to cancel, and
+    // this dial (wait_for_ready) would otherwise wait for a scheduler forever.
+    if (stop_ || draining_) return absl::OkStatus();
     ctx_ = &ctx;
   }
   struct Clear {
