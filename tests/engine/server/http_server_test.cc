@@ -432,12 +432,20 @@ TEST_F(HttpServerTest, BeginShutdownLetsAdmittedStreamsFinishAndRefusesNewReques
   std::string body;
   auto streaming = std::async(std::launch::async, [&] {
     auto c = ClientFor(*server_);
+    // A 4 KiB receive buffer and a stream of ~100 KB of events: while this client does
+    // not read, the server's writes block long before the stream's end, so the request
+    // stays open whatever the machine's load (with 64 tokens it could finish into the
+    // socket buffers before the first chunk was read, and count as closed).
+    c->set_socket_options([](int sock) {
+      const int size = 4096;
+      ::setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+    });
     httplib::Request req;
     req.method = "POST";
     req.path = "/v1/completions";
     req.body = json{
         {"prompt", "Once upon a time"},
-        {"max_tokens", 64},
+        {"max_tokens", 480},
         {"ignore_eos", true},
         {"stream",
          true}}.dump();

@@ -116,15 +116,17 @@ TEST(OpenAiRequestTest, NestingDeeperThanTheLimitIsRefused) {
   EXPECT_TRUE(ParseOpenAiRequest(nested(128), /*chat=*/false).ok());
   EXPECT_TRUE(ParseTokenizeRequest(nested(128)).ok());
   for (size_t depth : {size_t{129}, size_t{1300000}}) {
-    const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<OpenAiRequest> r = ParseOpenAiRequest(nested(depth), /*chat=*/false);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ASSERT_FALSE(r.ok()) << depth;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(r.status().message(),
               "the request body nests arrays and objects more than 128 levels deep");
-    EXPECT_LT(seconds, 0.5) << depth << " levels were parsed before the refusal";
+    // Refused while parsing, at the 129th level: a body cut off after its deep part
+    // gets the same answer, where a parse to the end would find it truncated first.
+    const std::string whole = nested(depth);
+    const std::string cut = whole.substr(0, whole.find(']'));
+    EXPECT_EQ(ParseOpenAiRequest(cut, /*chat=*/false).status().message(), r.status().message())
+        << depth;
     EXPECT_EQ(ParseTokenizeRequest(nested(depth)).status().message(), r.status().message());
     std::string model;
     EXPECT_EQ(ParseDetokenizeRequest(nested(depth), &model).status().message(),
