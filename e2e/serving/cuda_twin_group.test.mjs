@@ -67,6 +67,19 @@ before(async () => {
   }
 });
 
+// A group that needs more GPUs than the machine has ends at once with the reason, before
+// any worker starts (a worker without its device would only fail and be restarted).
+test('a --device cuda group larger than the machine is refused before workers start', (t) => {
+  if (skipOrFailCuda(t)) return;
+  const r = spawnSync(process.env.ORCA_BIN, ['serve', '--model', storiesDir, '--device', 'cuda',
+                                             '--tensor-parallel', '2', '--pipeline-parallel', '2',
+                                             '--device-index', '1', '--port', '0', '--grpc-port', '-1'],
+                      { encoding: 'utf8', timeout: 120000, env: { ...process.env, ORCA_CUDA_TWIN_DEVICES: '4' } });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /--tensor-parallel 2 x --pipeline-parallel 2: 4 rank\(s\) need CUDA devices 1\.\.4 \(device\.index 1\); this machine has 4 usable CUDA device\(s\)/);
+  assert.doesNotMatch(r.stderr, /started worker/);
+});
+
 test('one --device cuda process answers as --device cpu', async (t) => {
   if (skipOrFailCuda(t)) return;
   const server = await startServer(['--device', 'cuda', ...common], { timeoutMs: startMs });

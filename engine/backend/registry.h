@@ -21,6 +21,11 @@ namespace orca {
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const DeviceOptions& device,
                                                        int32_t rank_offset = 0);
 
+// Returns OK when devices device.index .. device.index + count - 1 of `device.type` are
+// there to run on (the CPU always is); FailedPrecondition naming what is missing
+// otherwise, e.g. before a process starts workers for a group the machine cannot hold.
+absl::Status CheckDevicesAvailable(const DeviceOptions& device, int32_t count);
+
 // Returns the devices this build can run on ("cpu", and "cuda" when built with CUDA).
 std::vector<std::string> AvailableDevices();
 

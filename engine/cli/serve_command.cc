@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "engine/backend/registry.h"
 #include "engine/chat/chat_template.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/worker_supervisor.h"
@@ -203,6 +204,16 @@ absl::StatusOr<Group> StartGroup(const EngineConfig& config, Role role) {
   const ParallelOptions& p = config.parallel;
   Group g;
   if (role == Role::kServe && p.pipeline * p.tensor == 1) return g;
+  if (role == Role::kServe) {
+    // The local workers' devices, before anything starts: a worker without one would
+    // only fail and be restarted.
+    absl::Status devices = CheckDevicesAvailable(config.device, p.pipeline * p.tensor);
+    if (!devices.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("--tensor-parallel ", p.tensor,
+                                                        " x --pipeline-parallel ", p.pipeline, ": ",
+                                                        devices.message()));
+    }
+  }
   GroupExecutorOptions go;
   go.model_dir = config.model.dir;
   go.parallel = p;
@@ -224,7 +235,7 @@ absl::StatusOr<Group> StartGroup(const EngineConfig& config, Role role) {
   ORCA_ASSIGN_OR_RETURN(auto executor, GroupExecutor::Create(go));
   if (role == Role::kServe) {
     // Local workers: this binary again, configured from this configuration (ToFlags), each
-    // hosting one rank on an equal share of the CPUs.
+    // hosting one rank on an equal share of the CPUs (CUDA: device index + its rank).
     const int32_t world = p.pipeline * p.tensor;
     const int32_t cpus = config.device.threads > 0 ? config.device.threads : AvailableCpus();
     std::vector<WorkerSupervisor::Worker> workers;
