@@ -168,14 +168,25 @@ TEST_F(GrpcServerTest, ShutdownFailsOpenAndNewCallsUnavailable) {
 // on to its end (counted by open_requests() until then) while new calls fail
 // UNAVAILABLE, with the engine still running.
 TEST_F(GrpcServerTest, BeginShutdownLetsOpenCallsFinishAndRefusesNewOnes) {
+  // A client with a 1 KiB HTTP/2 window and a 480-token stream: while it does not read,
+  // the server's writes wait for window long before the stream's end, so the call stays
+  // open whatever the machine's load (64 tokens could all be written into the default
+  // window before the first Read, and the call count as closed).
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
+  auto slow_stub = v1::Inference::NewStub(grpc::CreateCustomChannel(
+      "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials(), args));
   v1::GenerateRequest req;
   req.set_text("Once upon a time");
-  req.set_max_tokens(64);
+  req.set_max_tokens(480);
   req.set_ignore_eos(true);
   grpc::ClientContext ctx;
-  auto reader = stub_->Generate(&ctx, req);
+  auto reader = slow_stub->Generate(&ctx, req);
   v1::GenerateResponse resp;
   ASSERT_TRUE(reader->Read(&resp));
+  // Longer than the whole stream takes when nothing holds it back.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(server_->open_requests(), 1);
   server_->BeginShutdown();
 
@@ -195,7 +206,7 @@ TEST_F(GrpcServerTest, BeginShutdownLetsOpenCallsFinishAndRefusesNewOnes) {
   }
   grpc::Status open = reader->Finish();
   EXPECT_TRUE(open.ok()) << open.error_message();
-  EXPECT_EQ(tokens, 64);
+  EXPECT_EQ(tokens, 480);
   EXPECT_EQ(finish, v1::FINISH_REASON_LENGTH);
   for (int i = 0; i < 500 && server_->open_requests() > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
