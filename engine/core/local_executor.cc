@@ -51,6 +51,7 @@ absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
     ORCA_ASSIGN_OR_RETURN(ro.num_kv_blocks, KvCacheBlocks(config, 1, 1, options.kv_cache));
   }
   ro.dtype = options.model.dtype;
+  ro.sampler_threads = options.device.threads;
   ORCA_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device));
   ORCA_ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(options.model.dir, e->backend_.get(), ro));
   if (by_memory) ORCA_RETURN_IF_ERROR(SizeKvCacheFromMemory(*e->runner_, *e->backend_, options));

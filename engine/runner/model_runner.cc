@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "engine/common/cpu_limit.h"
 #include "engine/common/status_macros.h"
 #include "engine/model/checkpoint.h"
 #include "engine/runner/sampler.h"
@@ -45,6 +46,8 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
         "the number of KV blocks (", options.num_kv_blocks, ") must be set (KvCacheBlocks)"));
   }
   ORCA_RETURN_IF_ERROR(r->ResizeKvCache(options.num_kv_blocks));
+  const int32_t threads = options.sampler_threads > 0 ? options.sampler_threads : AvailableCpus();
+  if (threads > 1 && r->shard_.samples()) r->sampler_pool_ = std::make_unique<ThreadPool>(threads);
   return r;
 }
 
@@ -393,12 +396,19 @@ absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) 
   IterationResult result;
   result.iteration = plan.iteration;
   if (!shard_.samples()) return result;
-  size_t row = 0;
+  std::vector<const ScheduledSequence*> sampled;
   for (const auto& s : plan.seqs) {
-    if (!s.sample) continue;
-    result.tokens.push_back(
-        SampleToken(absl::MakeSpan(logits.row(row), static_cast<size_t>(logits.vocab_size)), s));
-    ++row;
+    if (s.sample) sampled.push_back(&s);
+  }
+  result.tokens.resize(sampled.size());
+  auto sample = [&](int64_t row) {
+    result.tokens[row] = SampleToken(
+        absl::MakeSpan(logits.row(row), static_cast<size_t>(logits.vocab_size)), *sampled[row]);
+  };
+  if (sampler_pool_ && sampled.size() > 1) {
+    sampler_pool_->ParallelFor(static_cast<int64_t>(sampled.size()), sample);
+  } else {
+    for (size_t row = 0; row < sampled.size(); ++row) sample(static_cast<int64_t>(row));
   }
   return result;
 }

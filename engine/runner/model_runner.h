@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
+#include "engine/common/thread_pool.h"
 #include "engine/model/model_config.h"
 #include "engine/runner/iteration.h"
 #include "engine/runner/model_shard.h"
@@ -43,6 +44,10 @@ struct ModelRunnerOptions {
   // shard.rank()) for the activations between stages, required when pipeline > 1.
   Communicator* tp_comm = nullptr;
   Communicator* pp_comm = nullptr;
+  // Threads that sample an iteration's rows in parallel (the calling thread is one of
+  // them; 0 = the process's CPU limit). Sampling runs after the forward pass, so on the
+  // CPU it shares the backend's cores without contending for them.
+  int32_t sampler_threads = 1;
 };
 
 // Logits of the sampled rows of one iteration, on the host: row i belongs to the i-th
@@ -124,6 +129,7 @@ class ModelRunner {
   KvCacheShape kv_shape_;
   std::vector<std::unique_ptr<DeviceBuffer>> kv_storage_;
   std::vector<Tensor> k_cache_, v_cache_;
+  std::unique_ptr<ThreadPool> sampler_pool_;  // null: sample on the calling thread
 
   // Workspace, grown on demand.
   int64_t ws_tokens_ = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace orca {
@@ -14,33 +15,27 @@ uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// log-softmax of `logits` evaluated at `ids`.
-void LogSoftmaxAt(absl::Span<const float> logits, double* log_z, float* max_out) {
-  float m = *std::max_element(logits.begin(), logits.end());
-  double z = 0;
-  for (float v : logits) z += std::exp(static_cast<double>(v) - m);
-  *log_z = std::log(z);
-  *max_out = m;
+// NaN becomes -inf (never sampled, and no longer able to make comparisons and sorts
+// undefined); +inf becomes the largest float, so softmax stays finite.
+void SanitizeLogits(absl::Span<float> logits) {
+  for (float& v : logits) {
+    if (std::isnan(v)) {
+      v = -INFINITY;
+    } else if (v == INFINITY) {
+      v = std::numeric_limits<float>::max();
+    }
+  }
 }
 
-}  // namespace
-
-double SeededUniform(uint64_t seed, uint64_t index) {
-  uint64_t r = SplitMix64(SplitMix64(seed) ^ (index * 0xd1b54a32d192ed03ull));
-  return static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);
-}
-
-SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq) {
+// logit_bias, presence/frequency penalties (OpenAI: on the output's tokens),
+// repetition penalty (Hugging Face: on prompt and output), then bans.
+void ApplyPenalties(absl::Span<float> logits, const ScheduledSequence& seq) {
   const SamplingParams& p = seq.sampling;
   const int32_t vocab = static_cast<int32_t>(logits.size());
-  SampledToken out;
-  out.seq_id = seq.seq_id;
-
   for (const auto& [t, bias] : p.logit_bias) {
     if (t >= 0 && t < vocab) logits[t] += bias;
   }
   if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
-    std::vector<int32_t> counts;
     const size_t start = std::min(seq.penalty_history.size(),
                                   static_cast<size_t>(std::max(0, seq.penalty_prompt_len)));
     std::vector<int32_t> out(seq.penalty_history.begin() + start, seq.penalty_history.end());
@@ -67,6 +62,173 @@ SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq)
   for (int32_t t : seq.banned_token_ids) {
     if (t >= 0 && t < vocab) logits[t] = -INFINITY;
   }
+}
+
+// log-softmax of `logits`: its normaliser and maximum.
+void LogSoftmaxAt(absl::Span<const float> logits, double* log_z, float* max_out) {
+  float m = *std::max_element(logits.begin(), logits.end());
+  double z = 0;
+  for (float v : logits) z += std::exp(static_cast<double>(v) - m);
+  *log_z = std::log(z);
+  *max_out = m;
+}
+
+// The candidates' order: higher logit first, ties to the lower id (a total order, so
+// every partial sort below yields the same prefix).
+struct ByLogit {
+  absl::Span<const float> logits;
+  bool operator()(int32_t a, int32_t b) const {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  }
+};
+
+// The first token with the highest logit.
+int32_t Argmax(absl::Span<const float> logits) {
+  int32_t best = 0;
+  for (int32_t t = 1; t < static_cast<int32_t>(logits.size()); ++t) {
+    if (logits[t] > logits[best]) best = t;
+  }
+  return best;
+}
+
+// The `n` best tokens in ByLogit order, by a bounded heap: one pass, no copy of the
+// vocabulary.
+std::vector<int32_t> TopIds(absl::Span<const float> logits, int32_t n) {
+  const ByLogit better{logits};
+  std::vector<int32_t> heap;  // front: the worst of those kept
+  heap.reserve(static_cast<size_t>(n));
+  for (int32_t t = 0; t < static_cast<int32_t>(logits.size()); ++t) {
+    if (static_cast<int32_t>(heap.size()) < n) {
+      heap.push_back(t);
+      std::push_heap(heap.begin(), heap.end(), better);
+    } else if (better(t, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = t;
+      std::push_heap(heap.begin(), heap.end(), better);
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), better);
+  return heap;
+}
+
+// Index of the draw `u` in [0, sum(w)) by inverse CDF over `order`: the first entry
+// whose cumulative weight exceeds u (rounding past the end: the last entry of
+// positive weight).
+template <typename Order>
+int32_t InverseCdf(const Order& order, size_t n, const std::vector<double>& w, double u) {
+  double cum = 0;
+  int32_t last = order(0);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t t = order(i);
+    if (w[t] <= 0) continue;
+    cum += w[t];
+    last = t;
+    if (u < cum) return t;
+  }
+  return last;
+}
+
+// Draws from softmax(logits / T) after top-k, top-p and min-p, in that order (top-p
+// and min-p on the probabilities at temperature T).
+//
+// Truncation needs the candidates in ByLogit order, but only as far as it keeps them:
+// top-k sorts k; top-p sorts a prefix that grows 4x until it holds the nucleus (real
+// models' nuclei are tens to hundreds of tokens, not the vocabulary); min-p first
+// partitions out what it drops. With none of them, the draw walks the vocabulary in id
+// order: the same distribution, one pass, no sort. The weights are computed once per
+// candidate.
+int32_t Draw(absl::Span<const float> logits, const SamplingParams& p, int32_t output_index) {
+  const int32_t vocab = static_cast<int32_t>(logits.size());
+  const int32_t top_id = Argmax(logits);
+  const double top = logits[top_id];
+  if (logits[top_id] == -INFINITY) return top_id;  // every token banned or NaN
+  const double u01 = SeededUniform(p.seed, static_cast<uint64_t>(output_index));
+  thread_local std::vector<double> w;  // by token id; set for the candidates only
+  thread_local std::vector<int32_t> idx;
+  w.resize(static_cast<size_t>(vocab));
+  auto weigh = [&](int32_t t) {
+    return w[t] = std::exp((static_cast<double>(logits[t]) - top) / p.temperature);
+  };
+
+  const int32_t k = (p.top_k > 0 && p.top_k < vocab) ? p.top_k : vocab;
+  if (k == vocab && p.top_p >= 1.0f && p.min_p <= 0.0f) {
+    double sum = 0;
+    for (int32_t t = 0; t < vocab; ++t) sum += weigh(t);
+    return InverseCdf([](size_t i) { return static_cast<int32_t>(i); }, vocab, w, u01 * sum);
+  }
+
+  const ByLogit by_logit{logits};
+  idx.resize(static_cast<size_t>(vocab));
+  std::iota(idx.begin(), idx.end(), 0);
+  size_t candidates = static_cast<size_t>(vocab);
+  size_t sorted = 0;  // idx[0, sorted) is in ByLogit order
+  double sum = 0;     // the candidates' weight, which top-p's mass is relative to
+  if (k < vocab) {
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), by_logit);
+    candidates = sorted = static_cast<size_t>(k);
+    for (size_t i = 0; i < candidates; ++i) sum += weigh(idx[i]);
+  } else {
+    for (int32_t t = 0; t < vocab; ++t) sum += weigh(t);
+  }
+  auto sort_prefix = [&](size_t n) {
+    if (n <= sorted) return;
+    std::partial_sort(idx.begin(), idx.begin() + n, idx.begin() + candidates, by_logit);
+    sorted = n;
+  };
+
+  // min-p keeps the tokens with probability >= min_p x the top one's (weight 1): a
+  // prefix of the ByLogit order.
+  size_t limit = candidates;
+  if (p.min_p > 0.0f) {
+    const double threshold = std::min(1.0, static_cast<double>(p.min_p));
+    auto kept = [&](int32_t t) { return w[t] >= threshold; };
+    if (sorted == candidates) {
+      limit = 0;
+      while (limit < candidates && kept(idx[limit])) ++limit;
+    } else {
+      limit = std::partition(idx.begin(), idx.begin() + candidates, kept) - idx.begin();
+      candidates = std::max<size_t>(limit, 1);
+    }
+    limit = std::max<size_t>(limit, 1);
+  }
+  size_t keep = limit;
+  if (p.top_p < 1.0f) {
+    double cum = 0;
+    size_t i = 0;
+    for (size_t n = std::min<size_t>(limit, 64);; n = std::min(limit, n * 4)) {
+      sort_prefix(n);
+      for (; i < n; ++i) {
+        cum += w[idx[i]] / sum;
+        if (cum >= p.top_p) break;
+      }
+      if (i < n) {
+        keep = i + 1;
+        break;
+      }
+      if (n == limit) break;
+    }
+  }
+  sort_prefix(keep);
+  double kept_sum = 0;
+  for (size_t i = 0; i < keep; ++i) kept_sum += w[idx[i]];
+  return InverseCdf([&](size_t i) { return idx[i]; }, keep, w, u01 * kept_sum);
+}
+
+}  // namespace
+
+double SeededUniform(uint64_t seed, uint64_t index) {
+  uint64_t r = SplitMix64(SplitMix64(seed) ^ (index * 0xd1b54a32d192ed03ull));
+  return static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);
+}
+
+SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq) {
+  const SamplingParams& p = seq.sampling;
+  const int32_t vocab = static_cast<int32_t>(logits.size());
+  SampledToken out;
+  out.seq_id = seq.seq_id;
+
+  SanitizeLogits(logits);
+  ApplyPenalties(logits, seq);
 
   // Log-probabilities are those of the model's distribution after penalties and bans,
   // before temperature and truncation (vLLM's "processed" logits without sampling
@@ -78,74 +240,11 @@ SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq)
     return static_cast<float>(static_cast<double>(logits[t]) - max_logit - log_z);
   };
   if (p.logprobs > 0) {
-    int32_t n = std::min(p.logprobs, vocab);
-    std::vector<int32_t> idx(vocab);
-    std::iota(idx.begin(), idx.end(), 0);
-    std::partial_sort(idx.begin(), idx.begin() + n, idx.end(), [&](int32_t a, int32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    for (int32_t i = 0; i < n; ++i) out.top_logprobs.emplace_back(idx[i], logprob_of(idx[i]));
+    for (int32_t t : TopIds(logits, std::min(p.logprobs, vocab))) {
+      out.top_logprobs.emplace_back(t, logprob_of(t));
+    }
   }
-
-  if (p.greedy()) {
-    int32_t best = 0;
-    for (int32_t t = 1; t < vocab; ++t) {
-      if (logits[t] > logits[best]) best = t;
-    }
-    out.token_id = best;
-  } else {
-    // Candidates sorted by logit, truncated by top-k, then probabilities at temperature T,
-    // then top-p and min-p on those probabilities.
-    std::vector<int32_t> idx(vocab);
-    std::iota(idx.begin(), idx.end(), 0);
-    int32_t k = (p.top_k > 0 && p.top_k < vocab) ? p.top_k : vocab;
-    auto by_logit = [&](int32_t a, int32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    };
-    if (k < vocab) {
-      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), by_logit);
-      idx.resize(k);
-    } else {
-      std::sort(idx.begin(), idx.end(), by_logit);
-    }
-    std::vector<double> prob(idx.size());
-    const double top = logits[idx[0]];
-    double sum = 0;
-    for (size_t i = 0; i < idx.size(); ++i) {
-      prob[i] = std::exp((static_cast<double>(logits[idx[i]]) - top) / p.temperature);
-      sum += prob[i];
-    }
-    size_t keep = idx.size();
-    if (p.top_p < 1.0f) {
-      double cum = 0;
-      for (size_t i = 0; i < idx.size(); ++i) {
-        cum += prob[i] / sum;
-        if (cum >= p.top_p) {
-          keep = i + 1;
-          break;
-        }
-      }
-    }
-    if (p.min_p > 0.0f) {
-      double threshold = p.min_p * prob[0];
-      size_t n = 0;
-      while (n < keep && prob[n] >= threshold) ++n;
-      keep = std::max<size_t>(n, 1);
-    }
-    double kept_sum = 0;
-    for (size_t i = 0; i < keep; ++i) kept_sum += prob[i];
-    double u = SeededUniform(p.seed, static_cast<uint64_t>(seq.output_index)) * kept_sum;
-    size_t chosen = keep - 1;
-    double cum = 0;
-    for (size_t i = 0; i < keep; ++i) {
-      cum += prob[i];
-      if (u < cum) {
-        chosen = i;
-        break;
-      }
-    }
-    out.token_id = idx[chosen];
-  }
+  out.token_id = p.greedy() ? Argmax(logits) : Draw(logits, p, seq.output_index);
   if (p.logprobs >= 0) out.logprob = logprob_of(out.token_id);
   return out;
 }

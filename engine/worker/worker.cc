@@ -415,6 +415,7 @@ absl::Status WorkerRank::Session() {
     ro.block_size = init.block_size();
     ro.num_kv_blocks = init.num_kv_blocks();
     ro.dtype = options_.model.dtype;
+    ro.sampler_threads = options_.device.threads;
     ro.shard = shard;
     ro.tp_comm = tp_comm_.get();
     ro.pp_comm = pp_comm_.get();
@@ -433,9 +434,14 @@ absl::Status WorkerRank::Session() {
   ORCA_LOG(INFO) << "worker " << options_.name << ": ready, layers " << first_layer << ".."
                  << end_layer - 1 << ", weights " << runner_->weight_bytes() / (1 << 20) << " MiB";
 
+  // Plans are deltas against what earlier plans of this generation gave (plan_codec.h).
+  PlanDecoder decoder;
   v1::IterationPlan next;
   while (reader.Next(&next)) {
-    IterationPlan plan = FromProto(next);
+    absl::StatusOr<IterationPlan> decoded = decoder.Decode(next);
+    // A rank whose view of the sequences is wrong cannot go on: a fatal error.
+    if (!decoded.ok()) return fail(decoded.status());
+    IterationPlan plan = *std::move(decoded);
     plan_ = plan.iteration;
     plan_started_ns_ = absl::ToUnixNanos(absl::Now());
     absl::StatusOr<IterationResult> result = runner_->Execute(plan);

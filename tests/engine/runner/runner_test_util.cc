@@ -12,12 +12,14 @@
 
 namespace orca::testing {
 
-LoadedModel LoadModel(const std::string& dir, int32_t num_blocks, int32_t block_size) {
+LoadedModel LoadModel(const std::string& dir, int32_t num_blocks, int32_t block_size,
+                      int32_t sampler_threads) {
   LoadedModel m;
   m.backend = CreateCpuBackend(2);
   ModelRunnerOptions opts;
   opts.num_kv_blocks = num_blocks;
   opts.block_size = block_size;
+  opts.sampler_threads = sampler_threads;
   auto runner = ModelRunner::Create(dir, m.backend.get(), opts);
   EXPECT_TRUE(runner.ok()) << runner.status();
   if (runner.ok()) m.runner = std::move(*runner);

@@ -4,7 +4,11 @@
 
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <random>
 #include <set>
+
+#include "tests/engine/runner/sampler_reference.h"
 
 namespace orca {
 namespace {
@@ -194,6 +198,122 @@ TEST(SamplerTest, PresenceFrequencyPenaltiesAndLogitBiasFollowOpenAI) {
   EXPECT_FLOAT_EQ(l[3], 2.5f - 3 * 0.25f - 0.5f);
   EXPECT_FLOAT_EQ(l[6], 10.0f);
   EXPECT_EQ(t.token_id, 6);
+}
+
+}  // namespace
+}  // namespace orca
+
+namespace orca {
+namespace {
+
+// Truncated draws (top-k, top-p, min-p and their mixes) pick exactly the token the full
+// sort picks, on a 16k vocabulary whose nuclei hold from one to thousands of tokens (the
+// sampler sorts only a growing prefix, or partitions for min-p).
+TEST(SamplerTest, TruncatedDrawsEqualTheFullSortReference) {
+  std::mt19937 rng(5);
+  const int32_t vocab = 16000;
+  int checked = 0;
+  for (float spread : {0.5f, 2.0f, 6.0f}) {  // flat to peaked distributions
+    std::normal_distribution<float> normal(0.0f, spread);
+    std::vector<float> logits(vocab);
+    for (float& v : logits) v = normal(rng);
+    logits[123] = logits[456];  // a tie
+    for (int32_t top_k : {0, 1, 50, 5000}) {
+      for (float top_p : {1.0f, 0.3f, 0.9f, 0.99f}) {
+        for (float min_p : {0.0f, 0.01f, 0.3f}) {
+          if (top_k == 0 && top_p == 1.0f && min_p == 0.0f) continue;
+          for (float temperature : {0.6f, 1.4f}) {
+            SamplingParams p;
+            p.temperature = temperature;
+            p.top_k = top_k;
+            p.top_p = top_p;
+            p.min_p = min_p;
+            p.seed = static_cast<uint64_t>(checked);
+            for (int32_t index = 0; index < 2; ++index) {
+              std::vector<float> l = logits;
+              ScheduledSequence s = Seq(p, index);
+              const int32_t got = SampleToken(absl::MakeSpan(l), s).token_id;
+              ASSERT_EQ(got,
+                        orca::testing::FullSortReference(logits, p, SeededUniform(p.seed, index)))
+                  << "spread " << spread << " top_k " << top_k << " top_p " << top_p << " min_p "
+                  << min_p << " T " << temperature << " index " << index;
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 500);
+}
+
+// Untruncated draws walk the vocabulary in id order rather than sorted: the same
+// distribution, checked on a 1000-token vocabulary against softmax.
+TEST(SamplerTest, UntruncatedDrawsFollowSoftmaxOnALargeVocabulary) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  std::vector<float> logits(1000);
+  for (float& v : logits) v = normal(rng);
+  std::vector<double> expected = Softmax(logits, 0.8);
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.seed = 31;
+  const int n = 100000;
+  std::vector<int> counts(logits.size());
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> l = logits;
+    ++counts[SampleToken(absl::MakeSpan(l), Seq(p, i)).token_id];
+  }
+  // Pearson's chi-square over the 999 degrees of freedom: mean 999, sd 44.7; 1300 is
+  // beyond 6.7 sd.
+  double chi2 = 0;
+  for (size_t t = 0; t < logits.size(); ++t) {
+    const double e = expected[t] * n;
+    chi2 += (counts[t] - e) * (counts[t] - e) / e;
+  }
+  EXPECT_LT(chi2, 1300);
+}
+
+// NaN logits (a broken model or kernel) are never picked and cannot make the sort
+// undefined; +inf is the largest finite value, so the token that has it wins.
+TEST(SamplerTest, NanLogitsAreNeverSampledAndInfinityWins) {
+  std::vector<float> with_nan = kLogits;
+  with_nan[0] = with_nan[1] = std::nanf("");  // 1 was the argmax
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  greedy.logprobs = 2;
+  std::vector<float> l = with_nan;
+  SampledToken t = SampleToken(absl::MakeSpan(l), Seq(greedy));
+  EXPECT_EQ(t.token_id, 3);
+  EXPECT_TRUE(std::isfinite(t.logprob));
+  ASSERT_EQ(t.top_logprobs.size(), 2u);
+  EXPECT_EQ(t.top_logprobs[0].first, 3);
+  EXPECT_EQ(t.top_logprobs[1].first, 5);
+  for (float top_p : {1.0f, 0.9f}) {
+    SamplingParams p;
+    p.top_p = top_p;
+    p.seed = 4;
+    for (int i = 0; i < 2000; ++i) {
+      std::vector<float> row = with_nan;
+      const int32_t tok = SampleToken(absl::MakeSpan(row), Seq(p, i)).token_id;
+      ASSERT_NE(tok, 0);
+      ASSERT_NE(tok, 1);
+    }
+  }
+  std::vector<float> with_inf = kLogits;
+  with_inf[6] = INFINITY;
+  SamplingParams p;
+  p.seed = 8;
+  p.logprobs = 0;
+  for (int i = 0; i < 100; ++i) {
+    std::vector<float> row = with_inf;
+    SampledToken s = SampleToken(absl::MakeSpan(row), Seq(p, i));
+    ASSERT_EQ(s.token_id, 6);
+    ASSERT_TRUE(std::isfinite(s.logprob));
+  }
+  // Every token banned or NaN: the draw still returns a token id, not garbage.
+  std::vector<float> all_nan(8, std::nanf(""));
+  EXPECT_EQ(SampleToken(absl::MakeSpan(all_nan), Seq(p)).token_id, 0);
 }
 
 }  // namespace

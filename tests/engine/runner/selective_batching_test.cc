@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "engine/runner/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/engine/runner/runner_test_util.h"
 #include "tests/testutil/testutil.h"
@@ -128,6 +129,55 @@ TEST(SelectiveBatchingTest, BatchedEqualsAlone) {
       ASSERT_LT(max_diff / max_ref, 1e-4) << "sequence " << s.id << " step " << step;
     }
   }
+}
+
+// Execute samples an iteration's rows on several threads (sampler_threads): every row
+// gets the token the sampler draws from that row's logits, in plan order.
+TEST(SelectiveBatchingTest, ParallelSamplingEqualsSerial) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  auto tok = Tokenizer::FromDirectory(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto m = orca::testing::LoadModel(dir, /*num_blocks=*/256, /*block_size=*/16,
+                                    /*sampler_threads=*/3);
+  ASSERT_NE(m.runner, nullptr);
+  ModelRunner& runner = *m.runner;
+  KvBlockPool pool(runner.num_kv_blocks(), runner.block_size());
+  const std::vector<std::string> prompts = {"Once upon a time", "Tom", "The sun was hot",
+                                            "Lily and Ben were friends", "A cat sat"};
+  IterationPlan plan;
+  std::vector<BlockTable> tables(prompts.size() * 3);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    std::vector<int32_t> tokens = (*tok)->Encode(prompts[i % prompts.size()], true);
+    ScheduledSequence s = orca::testing::NextChunk(
+        200 + i, tokens, 0, static_cast<int32_t>(tokens.size()), tables[i], pool);
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    s.sampling.temperature = 0.5f + 0.25f * static_cast<float>(i % 4);
+    s.sampling.top_k = i % 3 == 0 ? 0 : 40;
+    s.sampling.top_p = i % 2 == 0 ? 1.0f : 0.9f;
+    s.sampling.seed = 77 + i;
+    s.sampling.logprobs = i % 5 == 0 ? 2 : -1;
+    s.output_index = static_cast<int32_t>(i);
+    if (i == 4) s.sample = false;  // a prefill chunk that does not sample
+    plan.seqs.push_back(std::move(s));
+  }
+  auto logits = runner.Forward(plan);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  std::vector<SampledToken> serial;
+  size_t row = 0;
+  for (const ScheduledSequence& s : plan.seqs) {
+    if (!s.sample) continue;
+    serial.push_back(SampleToken(
+        absl::MakeSpan(logits->row(row++), static_cast<size_t>(logits->vocab_size)), s));
+  }
+  auto result = runner.Execute(plan);  // the same slots again: the same logits
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->tokens.size(), serial.size());
+  for (size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(result->tokens[i].seq_id, serial[i].seq_id) << "row " << i;
+    EXPECT_EQ(result->tokens[i].token_id, serial[i].token_id) << "row " << i;
+    EXPECT_EQ(result->tokens[i].top_logprobs, serial[i].top_logprobs) << "row " << i;
+  }
+  for (BlockTable& t : tables) t.Release(pool);
 }
 
 TEST(SelectiveBatchingTest, RejectsMalformedPlansWithoutComputing) {
