@@ -111,7 +111,7 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
   // Only requests that will not fit into the running batch at the next iteration
   // count against the queue bound: those waiting beyond the free batch slots.
   const int32_t pending = snapshot_.num_waiting + static_cast<int32_t>(inbox_.size());
-  const int32_t free_slots = std::max(0, options_.scheduler.max_batch_size - snapshot_.num_running);
+  const int32_t free_slots = std::max(0, scheduler_config_.max_running() - snapshot_.num_running);
   if (pending - free_slots >= options_.scheduler.max_waiting_requests) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the server is overloaded: ", options_.scheduler.max_waiting_requests,

@@ -149,6 +149,10 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   std::map<std::string, std::string> store_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   UnresponsiveRankHandler on_unresponsive_ ABSL_GUARDED_BY(mu_);
+  // Submit's thread only (the engine's): the plan encoder of generation
+  // encoder_generation_.
+  PlanEncoder encoder_;
+  uint64_t encoder_generation_ = 0;
   std::thread watchdog_;  // started by Create, joined by Shutdown
 };
 
@@ -344,9 +348,8 @@ grpc::Status GroupExecutor::Impl::StoreGet(grpc::ServerContext* ctx, const v1::S
 }
 
 absl::Status GroupExecutor::Impl::Submit(const IterationPlan& plan) {
-  v1::SchedulerMessage m;
-  ToProto(plan, m.mutable_plan());
   std::vector<std::shared_ptr<Session>> targets;
+  uint64_t generation = 0;
   {
     absl::MutexLock lock(&mu_);
     if (!ready_) {
@@ -357,7 +360,16 @@ absl::Status GroupExecutor::Impl::Submit(const IterationPlan& plan) {
     }
     outstanding_.push_back(plan.iteration);
     for (auto& [rank, s] : sessions_) targets.push_back(s);
+    generation = generation_;
   }
+  // Plans are deltas against what this generation's ranks hold (plan_codec.h); a new
+  // generation's ranks hold nothing.
+  if (encoder_generation_ != generation) {
+    encoder_ = PlanEncoder();
+    encoder_generation_ = generation;
+  }
+  v1::SchedulerMessage m;
+  encoder_.Encode(plan, m.mutable_plan());
   for (auto& s : targets) {
     if (!s->Write(m)) {
       absl::MutexLock lock(&mu_);

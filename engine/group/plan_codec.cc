@@ -1,5 +1,10 @@
 #include "engine/group/plan_codec.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "engine/common/status_macros.h"
+
 namespace orca {
 namespace {
 
@@ -8,67 +13,165 @@ std::vector<T> ToVector(const google::protobuf::RepeatedField<T>& f) {
   return std::vector<T>(f.begin(), f.end());
 }
 
+void SamplingToProto(const SamplingParams& p, v1::Sampling* m) {
+  m->set_temperature(p.temperature);
+  m->set_top_k(p.top_k);
+  m->set_top_p(p.top_p);
+  m->set_min_p(p.min_p);
+  m->set_repetition_penalty(p.repetition_penalty);
+  m->set_presence_penalty(p.presence_penalty);
+  m->set_frequency_penalty(p.frequency_penalty);
+  for (const auto& [id, bias] : p.logit_bias) {
+    m->add_logit_bias_ids(id);
+    m->add_logit_bias_values(bias);
+  }
+  m->set_seed(p.seed);
+  m->set_logprobs(p.logprobs);
+}
+
+SamplingParams SamplingFromProto(const v1::Sampling& m) {
+  SamplingParams p;
+  p.temperature = m.temperature();
+  p.top_k = m.top_k();
+  p.top_p = m.top_p();
+  p.min_p = m.min_p();
+  p.repetition_penalty = m.repetition_penalty();
+  p.presence_penalty = m.presence_penalty();
+  p.frequency_penalty = m.frequency_penalty();
+  const int n = std::min(m.logit_bias_ids_size(), m.logit_bias_values_size());
+  for (int i = 0; i < n; ++i)
+    p.logit_bias.emplace_back(m.logit_bias_ids(i), m.logit_bias_values(i));
+  p.seed = m.seed();
+  p.logprobs = m.logprobs();
+  return p;
+}
+
+// The fields that travel whole in both forms.
+void CommonToProto(const ScheduledSequence& s, v1::ScheduledSequence* q) {
+  q->set_seq_id(s.seq_id);
+  q->mutable_token_ids()->Add(s.token_ids.begin(), s.token_ids.end());
+  q->set_start_pos(s.start_pos);
+  q->set_sample(s.sample);
+  q->set_output_index(s.output_index);
+  q->set_penalty_prompt_len(s.penalty_prompt_len);
+  q->mutable_banned_token_ids()->Add(s.banned_token_ids.begin(), s.banned_token_ids.end());
+}
+
+ScheduledSequence CommonFromProto(const v1::ScheduledSequence& q) {
+  ScheduledSequence s;
+  s.seq_id = q.seq_id();
+  s.token_ids = ToVector(q.token_ids());
+  s.start_pos = q.start_pos();
+  s.sample = q.sample();
+  s.output_index = q.output_index();
+  s.penalty_prompt_len = q.penalty_prompt_len();
+  s.banned_token_ids = ToVector(q.banned_token_ids());
+  return s;
+}
+
+// held := held[0, base) + tail, where base is 0 (a whole new vector) or exactly what is
+// held (an extension); anything else means the two ends disagree.
+template <typename Desync>
+absl::Status Extend(int32_t base, const google::protobuf::RepeatedField<int32_t>& tail,
+                    std::vector<int32_t>& held, const Desync& desync, uint64_t seq,
+                    absl::string_view what) {
+  if (base != 0 && static_cast<size_t>(base) != held.size()) {
+    return desync(seq, absl::StrCat(what, " extends ", base, " entries, ", held.size(), " held"));
+  }
+  held.resize(static_cast<size_t>(base));
+  held.insert(held.end(), tail.begin(), tail.end());
+  return absl::OkStatus();
+}
+
+// Whether `prefix` is a prefix of `v`.
+bool IsPrefix(const std::vector<int32_t>& prefix, const std::vector<int32_t>& v) {
+  return prefix.size() <= v.size() && std::equal(prefix.begin(), prefix.end(), v.begin());
+}
+
 }  // namespace
 
 void ToProto(const IterationPlan& plan, v1::IterationPlan* out) {
   out->set_iteration(plan.iteration);
+  out->mutable_released_seq_ids()->Add(plan.released_seq_ids.begin(), plan.released_seq_ids.end());
   for (const ScheduledSequence& s : plan.seqs) {
     v1::ScheduledSequence* q = out->add_seqs();
-    q->set_seq_id(s.seq_id);
-    q->mutable_token_ids()->Add(s.token_ids.begin(), s.token_ids.end());
-    q->set_start_pos(s.start_pos);
+    CommonToProto(s, q);
     q->mutable_block_table()->Add(s.block_table.begin(), s.block_table.end());
-    q->set_sample(s.sample);
-    q->set_output_index(s.output_index);
     q->mutable_penalty_history()->Add(s.penalty_history.begin(), s.penalty_history.end());
-    q->set_penalty_prompt_len(s.penalty_prompt_len);
-    q->mutable_banned_token_ids()->Add(s.banned_token_ids.begin(), s.banned_token_ids.end());
-    const SamplingParams& p = s.sampling;
-    v1::Sampling* m = q->mutable_sampling();
-    m->set_temperature(p.temperature);
-    m->set_top_k(p.top_k);
-    m->set_top_p(p.top_p);
-    m->set_min_p(p.min_p);
-    m->set_repetition_penalty(p.repetition_penalty);
-    m->set_presence_penalty(p.presence_penalty);
-    m->set_frequency_penalty(p.frequency_penalty);
-    for (const auto& [id, bias] : p.logit_bias) {
-      m->add_logit_bias_ids(id);
-      m->add_logit_bias_values(bias);
-    }
-    m->set_seed(p.seed);
-    m->set_logprobs(p.logprobs);
+    SamplingToProto(s.sampling, q->mutable_sampling());
   }
 }
 
 IterationPlan FromProto(const v1::IterationPlan& plan) {
   IterationPlan out;
   out.iteration = plan.iteration();
+  out.released_seq_ids = ToVector(plan.released_seq_ids());
   for (const v1::ScheduledSequence& q : plan.seqs()) {
-    ScheduledSequence s;
-    s.seq_id = q.seq_id();
-    s.token_ids = ToVector(q.token_ids());
-    s.start_pos = q.start_pos();
+    ScheduledSequence s = CommonFromProto(q);
     s.block_table = ToVector(q.block_table());
-    s.sample = q.sample();
-    s.output_index = q.output_index();
     s.penalty_history = ToVector(q.penalty_history());
-    s.penalty_prompt_len = q.penalty_prompt_len();
-    s.banned_token_ids = ToVector(q.banned_token_ids());
-    const v1::Sampling& m = q.sampling();
-    SamplingParams& p = s.sampling;
-    p.temperature = m.temperature();
-    p.top_k = m.top_k();
-    p.top_p = m.top_p();
-    p.min_p = m.min_p();
-    p.repetition_penalty = m.repetition_penalty();
-    p.presence_penalty = m.presence_penalty();
-    p.frequency_penalty = m.frequency_penalty();
-    const int n = std::min(m.logit_bias_ids_size(), m.logit_bias_values_size());
-    for (int i = 0; i < n; ++i)
-      p.logit_bias.emplace_back(m.logit_bias_ids(i), m.logit_bias_values(i));
-    p.seed = m.seed();
-    p.logprobs = m.logprobs();
+    s.sampling = SamplingFromProto(q.sampling());
+    out.seqs.push_back(std::move(s));
+  }
+  return out;
+}
+
+void PlanEncoder::Encode(const IterationPlan& plan, v1::IterationPlan* out) {
+  out->set_iteration(plan.iteration);
+  out->mutable_released_seq_ids()->Add(plan.released_seq_ids.begin(), plan.released_seq_ids.end());
+  for (uint64_t id : plan.released_seq_ids) held_.erase(id);
+  for (const ScheduledSequence& s : plan.seqs) {
+    v1::ScheduledSequence* q = out->add_seqs();
+    CommonToProto(s, q);
+    auto [it, fresh] = held_.try_emplace(s.seq_id);
+    HeldSequence& h = it->second;
+    // Block tables only grow while a sequence runs (preemption releases it).
+    const size_t blocks_base = IsPrefix(h.block_table, s.block_table) ? h.block_table.size() : 0;
+    q->set_block_table_base(static_cast<int32_t>(blocks_base));
+    q->mutable_block_table()->Add(s.block_table.begin() + blocks_base, s.block_table.end());
+    h.block_table = s.block_table;
+    if (fresh || !(h.sampling == s.sampling)) {
+      SamplingToProto(s.sampling, q->mutable_sampling());
+      h.sampling = s.sampling;
+    }
+    // A plan that carries no history leaves the held one as it is.
+    if (!s.penalty_history.empty()) {
+      const size_t base =
+          IsPrefix(h.penalty_history, s.penalty_history) ? h.penalty_history.size() : 0;
+      q->set_penalty_history_base(static_cast<int32_t>(base));
+      q->mutable_penalty_history()->Add(s.penalty_history.begin() + base, s.penalty_history.end());
+      h.penalty_history = s.penalty_history;
+    }
+  }
+}
+
+absl::StatusOr<IterationPlan> PlanDecoder::Decode(const v1::IterationPlan& plan) {
+  IterationPlan out;
+  out.iteration = plan.iteration();
+  out.released_seq_ids = ToVector(plan.released_seq_ids());
+  for (uint64_t id : out.released_seq_ids) held_.erase(id);
+  auto desync = [&](uint64_t seq, absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("plan ", plan.iteration(), ": sequence ", seq,
+                                                   ": ", what, " (a plan was lost or reordered)"));
+  };
+  for (const v1::ScheduledSequence& q : plan.seqs()) {
+    ScheduledSequence s = CommonFromProto(q);
+    auto [it, fresh] = held_.try_emplace(s.seq_id);
+    HeldSequence& h = it->second;
+    ORCA_RETURN_IF_ERROR(Extend(q.block_table_base(), q.block_table(), h.block_table, desync,
+                                s.seq_id, "block table"));
+    s.block_table = h.block_table;
+    if (q.has_sampling()) {
+      h.sampling = SamplingFromProto(q.sampling());
+    } else if (fresh) {
+      return desync(s.seq_id, "no sampling parameters");
+    }
+    s.sampling = h.sampling;
+    if (q.penalty_history_base() > 0 || q.penalty_history_size() > 0) {
+      ORCA_RETURN_IF_ERROR(Extend(q.penalty_history_base(), q.penalty_history(), h.penalty_history,
+                                  desync, s.seq_id, "penalty history"));
+      s.penalty_history = h.penalty_history;
+    }
     out.seqs.push_back(std::move(s));
   }
   return out;

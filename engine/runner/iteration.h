@@ -21,6 +21,7 @@ struct SamplingParams {
   uint64_t seed = 0;      // every request has one (drawn when not given)
   int32_t logprobs = -1;  // -1: none; 0: the chosen token's; N: also the top N
 
+  bool operator==(const SamplingParams&) const = default;
   bool greedy() const { return temperature < 1e-5f; }
   bool needs_history() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
@@ -46,11 +47,19 @@ struct ScheduledSequence {
   int32_t penalty_prompt_len = 0;  // the first this-many of penalty_history are prompt
   // Tokens that must not be sampled (EOS while min_tokens is not reached).
   std::vector<int32_t> banned_token_ids;
+
+  bool operator==(const ScheduledSequence&) const = default;
 };
 
 struct IterationPlan {
   uint64_t iteration = 0;
   std::vector<ScheduledSequence> seqs;
+  // Sequences finished or preempted since the previous plan (the scheduler's): a
+  // group's ranks drop what they hold for them (engine/group/plan_codec.h). Executors
+  // that hold nothing per sequence ignore it.
+  std::vector<uint64_t> released_seq_ids;
+
+  bool operator==(const IterationPlan&) const = default;
 
   int64_t num_tokens() const {
     int64_t n = 0;

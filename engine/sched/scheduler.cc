@@ -66,6 +66,7 @@ void IterationScheduler::FinishRequest(Request& r, FinishReason reason) {
   if (r.finished()) return;
   r.status = RequestStatus::kFinished;
   r.finish_reason = reason;
+  released_.push_back(r.id);
   running_.erase(std::remove(running_.begin(), running_.end(), &r), running_.end());
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), &r), waiting_.end());
   ReleaseIfIdle(r);
@@ -175,6 +176,7 @@ void IterationScheduler::Preempt(Request& victim) {
   victim.status = RequestStatus::kWaiting;
   ++victim.num_preemptions;
   ++num_preemptions_;
+  released_.push_back(victim.id);
   running_.erase(std::remove(running_.begin(), running_.end(), &victim), running_.end());
   // Back into the queue at its arrival position, so FCFS order holds.
   auto pos = std::find_if(waiting_.begin(), waiting_.end(), [&](Request* w) {
@@ -191,8 +193,13 @@ bool IterationScheduler::EnsureBlocks(Request& r, int32_t tokens, const Schedule
     while (pool_->num_free() < need) {
       Request* victim = KvCapacity::Victim(running_, r, batch.plan);
       if (victim == nullptr) {
-        // Nothing newer to take from: r itself yields (recomputed later) unless in flight.
-        if (r.in_flight == 0 && r.status == RequestStatus::kRunning) Preempt(r);
+        // Nothing newer to take from. With a batch in flight, blocks may come back when
+        // it returns (its finished requests free theirs, its newer ones become
+        // victims): r waits, keeping its KV. Otherwise r itself yields (recomputed
+        // later).
+        if (inflight_batches_ == 0 && r.in_flight == 0 && r.status == RequestStatus::kRunning) {
+          Preempt(r);
+        }
         return false;
       }
       Preempt(*victim);
@@ -293,7 +300,11 @@ bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, BatchBudget& b
   const int32_t n = *fit;
   const int32_t tokens = capacity_.TokensToHold(r, n);
   const int32_t need = pool_->BlocksFor(tokens) - static_cast<int32_t>(r.blocks.blocks().size());
-  if (need > pool_->num_free() || !r.blocks.EnsureCapacity(*pool_, tokens).ok()) return undo();
+  // The watermark applies while others run: alone, a request may use the whole pool.
+  const int32_t keep_free = running_.empty() ? 0 : KvAdmissionWatermark(pool_->num_blocks());
+  if (need > pool_->num_free() - keep_free || !r.blocks.EnsureCapacity(*pool_, tokens).ok()) {
+    return undo();
+  }
   prefix_hit_tokens_ += r.num_cached_prompt_tokens;
   waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &r));
   r.status = RequestStatus::kRunning;
@@ -315,6 +326,11 @@ ScheduledBatch IterationScheduler::Schedule() {
     for (const Request* r : running_) lockstep_wait |= r->num_computed_tokens < r->prompt_len();
   }
 
+  // With P batches in flight, a batch's decodes are capped at its share of the running
+  // requests, ceil(running / P), so the stages' batches stay even (the others are
+  // decoded by the next batches).
+  const int32_t p = request_level ? 1 : std::max(1, config_.max_inflight_batches);
+  const int32_t decode_share = (static_cast<int32_t>(running_.size()) + p - 1) / p;
   // Decodes first, then continuing prefill chunks, both in admission order. Copies:
   // preemption edits running_.
   for (bool decode_pass : {true, false}) {
@@ -323,6 +339,7 @@ ScheduledBatch IterationScheduler::Schedule() {
       if (r->status != RequestStatus::kRunning) continue;
       // (A prompt's last token is scheduled in the decode pass: it is one token.)
       if (decode_pass && lockstep_wait && r->num_computed_tokens >= r->prompt_len()) continue;
+      if (decode_pass && p > 1 && batch.num_decode_tokens >= decode_share) break;
       if (!ScheduleRunning(*r, decode_pass, batch, budget)) break;
     }
   }
@@ -330,11 +347,15 @@ ScheduledBatch IterationScheduler::Schedule() {
   // previous batch has completely finished.
   if (!request_level || running_.empty()) {
     while (!waiting_.empty()) {
-      if (static_cast<int32_t>(running_.size()) >= config_.max_batch_size) break;
+      if (static_cast<int32_t>(running_.size()) >= config_.max_running()) break;
       if (!Admit(*waiting_.front(), batch, budget)) break;
     }
   }
-  if (!batch.empty()) ++inflight_batches_;
+  if (!batch.empty()) {
+    ++inflight_batches_;
+    batch.plan.released_seq_ids.swap(released_);
+    released_.clear();
+  }
   return batch;
 }
 

@@ -14,9 +14,16 @@
 // without the fixed shape: members decode as soon as their own prefill is done and
 // leave the computation when they complete (their responses are still held).
 //
+// With a pipeline of P stages, P batches are in flight at once (max_inflight_batches):
+// each batch holds at most max_batch_size sequences, up to P x max_batch_size requests
+// run, and decodes are spread evenly over the batches (each takes at most its share of
+// the running requests), so no stage idles under load. A request that finds no blocks
+// waits for an in-flight batch to return rather than preempting itself.
+//
 // Not thread-safe: owned by the engine's iteration thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -38,7 +45,19 @@ namespace orca {
 struct SchedulerConfig : SchedulerOptions {
   int32_t max_inflight_batches = 1;  // pipeline stages
   int32_t max_model_len = 2048;      // context length
+  // Requests admitted at once: max_batch_size per in-flight batch, as ORCA's Algorithm 1
+  // caps each batch and not their sum, so every stage of a pipeline has work. A
+  // request-level (static) batch is one batch of at most max_batch_size.
+  int32_t max_running() const {
+    return IsRequestLevel(policy) ? max_batch_size
+                                  : max_batch_size * std::max(1, max_inflight_batches);
+  }
 };
+
+// Free KV blocks that admission leaves untouched, so that the running requests' next
+// tokens do not at once preempt what was just admitted (vLLM's watermark): 1% of the
+// pool, rounded down (none for pools under 100 blocks).
+inline int32_t KvAdmissionWatermark(int32_t num_blocks) { return num_blocks / 100; }
 
 // The plan of one iteration plus the bookkeeping Update() needs.
 struct ScheduledBatch {
@@ -123,6 +142,8 @@ class IterationScheduler {
   std::deque<Request*> waiting_;   // arrival order; preempted requests keep their place
   std::vector<Request*> running_;  // admission order
   std::vector<std::unique_ptr<Request>> finished_;
+  // Finished or preempted since the last non-empty plan (IterationPlan::released_seq_ids).
+  std::vector<uint64_t> released_;
   int64_t next_admit_order_ = 0;
   int32_t inflight_batches_ = 0;
   int64_t num_preemptions_ = 0;

@@ -78,6 +78,10 @@ struct Harness {
     ScheduledBatch batch = sched.Schedule();
     plans.push_back(batch);
     if (batch.empty()) return {};
+    return Complete(batch);
+  }
+  // Executes a scheduled batch and applies it; returns the updates.
+  std::vector<RequestUpdate> Complete(const ScheduledBatch& batch) {
     auto updates = sched.Update(batch, model.Execute(batch.plan));
     for (const auto& u : updates) {
       for (int32_t t : u.new_tokens) outputs[u.request_id].push_back(t);
@@ -505,11 +509,17 @@ TEST(SchedulerTest, StaticBatchEndsWhenItsLastRunningMemberIsAbortedOrStopped) {
   EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
 }
 
-TEST(SchedulerTest, InFlightRequestsAreNotScheduledTwice) {
+// A two-stage pipeline's scheduler: two batches in flight.
+SchedulerConfig TwoStages(int32_t max_batch_size = 64) {
   SchedulerConfig c;
   c.max_inflight_batches = 2;
+  c.max_batch_size = max_batch_size;
   c.max_model_len = 256;
-  Harness h(c, 64);
+  return c;
+}
+
+TEST(SchedulerTest, InFlightRequestsAreNotScheduledTwice) {
+  Harness h(TwoStages(), 64);
   ASSERT_TRUE(h.sched.Add(MakeRequest(1, 5, 4)).ok());
   ASSERT_TRUE(h.sched.Add(MakeRequest(2, 5, 4)).ok());
   ScheduledBatch a = h.sched.Schedule();
@@ -523,6 +533,100 @@ TEST(SchedulerTest, InFlightRequestsAreNotScheduledTwice) {
   h.sched.Update(b, h.model.Execute(b.plan));
   h.RunToCompletion();
   EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+}
+
+// ORCA's Algorithm 1 caps each batch at max_batch_size, not the sum over the P
+// batches in flight: under a burst the second stage's batch is as full as the first.
+TEST(SchedulerTest, EveryInFlightBatchFillsToMaxBatchSize) {
+  Harness h(TwoStages(/*max_batch_size=*/4), 64);
+  for (uint64_t id = 1; id <= 10; ++id) ASSERT_TRUE(h.sched.Add(MakeRequest(id, 3, 4)).ok());
+  ScheduledBatch a = h.sched.Schedule();
+  ScheduledBatch b = h.sched.Schedule();
+  EXPECT_EQ(a.plan.seqs.size(), 4u);
+  EXPECT_EQ(b.plan.seqs.size(), 4u) << "the second stage idles";
+  EXPECT_EQ(h.sched.num_running(), 8);
+  EXPECT_EQ(h.sched.num_waiting(), 2);
+  h.Complete(a);
+  h.Complete(b);
+  h.RunToCompletion();
+  EXPECT_EQ(h.finished.size(), 10u);
+  EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+}
+
+// Six requests decoding on a two-stage pipeline: each in-flight batch takes three
+// decodes, not six and then none.
+TEST(SchedulerTest, DecodesAreSpreadEvenlyOverTheInFlightBatches) {
+  Harness h(TwoStages(/*max_batch_size=*/8), 64);
+  for (uint64_t id = 1; id <= 6; ++id) ASSERT_TRUE(h.sched.Add(MakeRequest(id, 3, 20)).ok());
+  ScheduledBatch prefill = h.sched.Schedule();
+  ASSERT_EQ(prefill.plan.seqs.size(), 6u);
+  h.Complete(prefill);
+  for (int round = 0; round < 5; ++round) {
+    ScheduledBatch a = h.sched.Schedule();
+    ScheduledBatch b = h.sched.Schedule();
+    EXPECT_EQ(a.num_decode_tokens, 3) << "round " << round;
+    EXPECT_EQ(b.num_decode_tokens, 3) << "round " << round;
+    h.Complete(a);
+    h.Complete(b);
+  }
+  h.RunToCompletion();
+  EXPECT_EQ(h.finished.size(), 6u);
+}
+
+// Out of blocks, with the only newer request in flight: the older one waits for that
+// batch to return (then takes the newer one's blocks) instead of preempting itself
+// and throwing its KV away.
+TEST(SchedulerTest, NoSelfPreemptionWhileABatchIsInFlight) {
+  const SchedulerConfig c = TwoStages();
+  Harness h(c, /*num_blocks=*/2, /*block_size=*/4);
+  ASSERT_TRUE(h.sched.Add(MakeRequest(1, 4, 3)).ok());
+  ScheduledBatch a = h.sched.Schedule();  // 1's prompt: one block
+  ASSERT_TRUE(h.sched.Add(MakeRequest(2, 4, 3)).ok());
+  ScheduledBatch b = h.sched.Schedule();  // 2's prompt: the other block
+  ASSERT_TRUE(InPlan(a, 1) && InPlan(b, 2));
+  h.Complete(a);
+  // 1's first decode needs a second block; 2 holds it and is in flight.
+  ScheduledBatch c1 = h.sched.Schedule();
+  EXPECT_FALSE(InPlan(c1, 1));
+  EXPECT_EQ(h.sched.Find(1)->num_preemptions, 0) << "request 1 preempted itself";
+  EXPECT_EQ(h.sched.Find(1)->status, RequestStatus::kRunning);
+  h.Complete(c1);
+  h.Complete(b);
+  ScheduledBatch d = h.sched.Schedule();  // 2 is back: it is the victim now
+  EXPECT_TRUE(InPlan(d, 1));
+  EXPECT_EQ(h.sched.Find(2)->num_preemptions, 1);
+  h.Complete(d);
+  h.RunToCompletion();
+  EXPECT_EQ(h.finished.size(), 2u);
+  // The same outputs as with room for both.
+  Harness roomy(c, 16, 4);
+  ASSERT_TRUE(roomy.sched.Add(MakeRequest(1, 4, 3)).ok());
+  ASSERT_TRUE(roomy.sched.Add(MakeRequest(2, 4, 3)).ok());
+  roomy.RunToCompletion();
+  EXPECT_EQ(h.outputs, roomy.outputs);
+}
+
+// Admission leaves 1% of the pool free while others run, so the running requests'
+// next blocks do not at once preempt what was just admitted; alone, a request may
+// take everything.
+TEST(SchedulerTest, AdmissionKeepsAWatermarkOfFreeBlocks) {
+  SchedulerConfig c;
+  c.max_model_len = 2048;
+  c.max_batched_tokens = 1024;
+  Harness h(c, /*num_blocks=*/200, /*block_size=*/4);
+  ASSERT_EQ(KvAdmissionWatermark(200), 2);
+  ASSERT_TRUE(h.sched.Add(MakeRequest(1, 4 * 197, 1)).ok());  // 197 blocks: 3 left
+  ASSERT_TRUE(h.sched.Add(MakeRequest(2, 8, 1)).ok());        // 2 blocks: 1 over the mark
+  ScheduledBatch a = h.sched.Schedule();
+  EXPECT_TRUE(InPlan(a, 1));
+  EXPECT_FALSE(InPlan(a, 2)) << "admitted into the watermark";
+  EXPECT_EQ(h.pool.num_free(), 3);
+  h.Complete(a);
+  h.RunToCompletion();
+  EXPECT_EQ(h.finished.size(), 2u);
+  Harness alone(c, 200, 4);
+  ASSERT_TRUE(alone.sched.Add(MakeRequest(1, 4 * 199, 1)).ok());
+  EXPECT_TRUE(InPlan(alone.sched.Schedule(), 1)) << "a lone request may use the whole pool";
 }
 
 TEST(SchedulerTest, RandomizedChurnNeverLeaksBlocks) {
