@@ -102,8 +102,10 @@ LoadResult RunLoad(const std::vector<TraceRequest>& trace, const LoadOptions& o)
   auto expired = [&] { return o.max_duration_s > 0 && Since(sh.t0) >= o.max_duration_s; };
 
   std::vector<std::thread> threads;
+  // Outlives the client threads, which are joined below (ASan found it scoped to the
+  // branch: a stack use after scope by every closed-loop client).
+  std::atomic<int64_t> next{0};
   if (o.concurrency > 0) {
-    std::atomic<int64_t> next{0};
     for (int32_t c = 0; c < o.concurrency; ++c) {
       threads.emplace_back([&] {
         for (int64_t i = next++; i < n; i = next++) {
