@@ -162,27 +162,25 @@ __host__ __device__ inline ChunkLayout LayoutFor(int32_t num_pairs, int32_t d, b
   return c;
 }
 
-// Copies keys [base, base + keys) of the chunk, rows `slot_s`, columns head_col.. of
-// `cache` into `buf` (zeros past key_end, so no poison reaches an FMA).
-__device__ inline void LoadChunk(const float* __restrict__ cache, const long long* slot_s,
-                                 int32_t base, int32_t keys, int32_t key_end, int64_t kv_width,
-                                 int64_t head_col, int32_t d, bool vec4, int32_t stride,
-                                 float* buf) {
+// Copies keys [base, base + keys) of the chunk, the head_dim elements at `row_s[key]` of
+// `cache`, into `buf` (zeros past key_end, so no poison reaches an FMA).
+__device__ inline void LoadChunk(const float* __restrict__ cache, const long long* row_s,
+                                 int32_t base, int32_t keys, int32_t key_end, int32_t d, bool vec4,
+                                 int32_t stride, float* buf) {
   if (vec4) {
     const int32_t d4 = d >> 2;
     for (int32_t idx = threadIdx.x; idx < keys * d4; idx += kThreads) {
       const int32_t key = idx / d4, c = (idx - key * d4) * 4;
       float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (base + key < key_end) {
-        v = *reinterpret_cast<const float4*>(cache + slot_s[key] * kv_width + head_col + c);
+        v = *reinterpret_cast<const float4*>(cache + row_s[key] + c);
       }
       *reinterpret_cast<float4*>(buf + key * stride + c) = v;
     }
   } else {
     for (int32_t idx = threadIdx.x; idx < keys * d; idx += kThreads) {
       const int32_t key = idx / d, c = idx - key * d;
-      buf[key * stride + c] =
-          base + key < key_end ? cache[slot_s[key] * kv_width + head_col + c] : 0.0f;
+      buf[key * stride + c] = base + key < key_end ? cache[row_s[key] + c] : 0.0f;
     }
   }
 }
@@ -196,7 +194,9 @@ __global__ void __launch_bounds__(kThreads)
                          SplitState split_kv) {
   extern __shared__ float4 smem4[];  // float4: 16-byte alignment for the vector loads
   float* smem = reinterpret_cast<float*>(smem4);
-  __shared__ long long slot_s[kMaxChunkKeys];  // cache rows of the next chunk's keys
+  // Where the next chunk's keys of this kv head start in the cache (element offsets;
+  // the layout is KvCacheShape's: [block][kv head][offset in block][head_dim]).
+  __shared__ long long row_s[kMaxChunkKeys];
   const int32_t d = p.head_dim;
 
   // Which sequence and rows: the last sequence whose first tile is <= this tile.
@@ -274,15 +274,17 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.max_blocks_per_seq;
-  const int64_t kv_width = static_cast<int64_t>(p.num_kv_heads) * d;
-  const int64_t head_col = static_cast<int64_t>(kv_head) * d;
   auto fill_slots = [&](int32_t base) {
     const int32_t k = static_cast<int32_t>(threadIdx.x);
     if (k < chunk_keys) {
       const int32_t j = base + k;
-      slot_s[k] = j < key_end ? static_cast<long long>(table[j / p.block_size]) * p.block_size +
-                                    j % p.block_size
-                              : 0;
+      row_s[k] =
+          j < key_end
+              ? ((static_cast<long long>(table[j / p.block_size]) * p.num_kv_heads + kv_head) *
+                     p.block_size +
+                 j % p.block_size) *
+                    d
+              : 0;
     }
   };
 
@@ -299,13 +301,11 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();  // q_s and the first chunk's slots
   for (int32_t base = key_begin; base < key_end; base += chunk_keys) {
     // Every row of the buffers is written (zeros past key_end): P.V reads whole slices.
-    LoadChunk(p.k_cache, slot_s, base, chunk_keys, key_end, kv_width, head_col, d, vec4, stride,
-              k_s);
+    LoadChunk(p.k_cache, row_s, base, chunk_keys, key_end, d, vec4, stride, k_s);
     if (layout.together) {
-      LoadChunk(p.v_cache, slot_s, base, chunk_keys, key_end, kv_width, head_col, d, vec4, stride,
-                v_s);
+      LoadChunk(p.v_cache, row_s, base, chunk_keys, key_end, d, vec4, stride, v_s);
     }
-    __syncthreads();  // the chunk is in shared memory; slot_s is free again
+    __syncthreads();  // the chunk is in shared memory; row_s is free again
 
     // Q.K: lane = key of this warp's slice.
     const int32_t slice = kKeysPerChunk * part;
@@ -357,11 +357,10 @@ __global__ void __launch_bounds__(kThreads)
 
     if (!layout.together) {
       __syncthreads();  // every warp has its scores: K's buffer may take V
-      LoadChunk(p.v_cache, slot_s, base, chunk_keys, key_end, kv_width, head_col, d, vec4, stride,
-                v_s);
+      LoadChunk(p.v_cache, row_s, base, chunk_keys, key_end, d, vec4, stride, v_s);
       __syncthreads();
     }
-    // Both paths: every thread is past its last slot_s read of this chunk.
+    // Both paths: every thread is past its last row_s read of this chunk.
     if (base + chunk_keys < key_end) fill_slots(base + chunk_keys);
 
     // P.V: lane = output column; each V row of the slice is read from shared memory

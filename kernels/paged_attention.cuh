@@ -37,7 +37,8 @@ struct PagedAttentionParams {
   const float* q = nullptr;  // [num_tokens, num_heads * head_dim], rows q_ld apart
   int64_t q_ld = 0;
   int64_t num_tokens = 0;
-  // Caches: [num_blocks * block_size, num_kv_heads * head_dim], contiguous.
+  // Caches: num_blocks blocks of [num_kv_heads, block_size, head_dim] floats, contiguous
+  // (KvCacheShape's layout, engine/backend/backend.h).
   const float* k_cache = nullptr;
   const float* v_cache = nullptr;
   const int32_t* query_start = nullptr;   // [num_seqs + 1]

@@ -78,14 +78,14 @@ double ReadBandwidthGbs(double seconds) {
   return static_cast<double>(words * sizeof(uint64_t)) * static_cast<double>(passes) / s / 1e9;
 }
 
-DecodeWork WorkOf(const ModelConfig& c) {
+DecodeWork WorkOf(const ModelConfig& c, DType kv_dtype) {
   const double h = c.hidden_size, v = c.vocab_size, i = c.intermediate_size;
   const double q = double(c.num_heads) * c.head_dim, kv = double(c.num_kv_heads) * c.head_dim;
   double per_layer = c.family == ModelFamily::kGpt2 ? h * 3 * h + h * h + 2 * h * i
                                                     : h * (q + 2 * kv) + q * h + 3 * h * i;
   DecodeWork w;
   w.gemm_params = c.num_layers * per_layer + v * h;  // + the LM head
-  w.kv_bytes_per_token = c.num_layers * 2.0 * kv * sizeof(float);
+  w.kv_bytes_per_token = c.num_layers * 2.0 * kv * static_cast<double>(DTypeSize(kv_dtype));
   w.attn_flops_per_ctx = c.num_layers * 4.0 * q;
   return w;
 }
@@ -179,6 +179,7 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
   const int32_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
   auto backend = CreateCpuBackend(o.threads);
   ModelRunnerOptions ro;
+  ro.kv_cache_dtype = o.kv_cache_dtype;
   ro.num_kv_blocks = max_batch * ((o.input_len + o.output_len + 15) / 16) + 8;
   ORCA_ASSIGN_OR_RETURN(auto runner, ModelRunner::Create(o.model_dir, backend.get(), ro));
   const ModelConfig& cfg = runner->config();
@@ -190,7 +191,7 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
   KvBlockPool pool(runner->num_kv_blocks(), runner->block_size());
   const double params = static_cast<double>(CountParameters(cfg));
   const double bytes_per_param = static_cast<double>(runner->weight_bytes()) / params;
-  const DecodeWork work = WorkOf(cfg);
+  const DecodeWork work = WorkOf(cfg, o.kv_cache_dtype);
 
   if (progress) progress("measuring the roofline (sgemm, read bandwidth)");
   const Roofline roof = MeasureRoofline(o.roofline_s);
@@ -265,7 +266,8 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
         {"input_len", o.input_len},
         {"output_len", o.output_len},
         {"threads", o.threads},
-        {"repeats", o.repeats}}},
+        {"repeats", o.repeats},
+        {"kv_cache_dtype", std::string(DTypeName(o.kv_cache_dtype))}}},
       {"roofline",
        {{"sgemm_gflops", roof.sgemm_gflops},
         {"read_gbs", roof.read_gbs},

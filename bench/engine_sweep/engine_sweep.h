@@ -8,7 +8,8 @@
 //   sgemm_gflops   OpenBLAS sgemm rate (1024^3 and 2048^3, the better);
 //   read_gbs       streaming read bandwidth over 256 MiB on every core;
 //   floors         a decode iteration must at least stream the GEMM weights once and
-//                  read the batch's KV history (bytes / read_gbs), and do
+//                  read the batch's KV history in the cache's dtype (bytes / read_gbs),
+//                  and do
 //                  2 * GEMM params * B + attention FLOPs (flops / sgemm_gflops);
 //                  roof_fraction = max(floors) / measured.
 //
@@ -25,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "engine/common/dtype.h"
 
 namespace orca::bench {
 
@@ -35,9 +37,10 @@ struct EngineSweepOptions {
   std::vector<int32_t> batch_sizes = {1, 2, 4, 8, 16, 32};
   int32_t input_len = 32;
   int32_t output_len = 32;
-  int32_t threads = 0;      // CPU backend threads; 0 = all cores
-  int32_t repeats = 1;      // runs per batch size; the fastest is reported
-  double roofline_s = 1.0;  // time spent on each roofline measurement
+  int32_t threads = 0;                 // CPU backend threads; 0 = all cores
+  int32_t repeats = 1;                 // runs per batch size; the fastest is reported
+  double roofline_s = 1.0;             // time spent on each roofline measurement
+  DType kv_cache_dtype = DType::kF16;  // the CPU's default (ResolveKvCacheDType)
 };
 
 struct Roofline {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@
 #include "bench/loadgen/report.h"
 #include "engine/common/file_util.h"
 #include "engine/common/status_macros.h"
+#include "engine/config/engine_config.h"
 #include "engine/config/flags.h"
 #include "engine/model/random_checkpoint.h"
 
@@ -64,6 +66,13 @@ absl::Status Engine(const Flags& f, const std::string& command) {
   o.output_len = static_cast<int32_t>(out);
   o.threads = static_cast<int32_t>(threads);
   o.repeats = static_cast<int32_t>(repeats);
+  const std::string kv_name = f.GetString("kv-cache-dtype");
+  const std::optional<WeightDType> kv = ParseWeightDType(kv_name);
+  if (!kv) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kv-cache-dtype: '", kv_name, "' is not one of auto, float32, float16, bfloat16"));
+  }
+  ORCA_ASSIGN_OR_RETURN(o.kv_cache_dtype, ResolveKvCacheDType(*kv, Device::kCpu));
   ORCA_ASSIGN_OR_RETURN(json doc, RunEngineSweep(o, [](const std::string& line) {
                           std::cerr << "[engine] " << line << "\n";
                         }));
@@ -237,6 +246,7 @@ int RunEngineBench(int argc, char** argv) {
       .Add("threads", "0", "CPU backend threads (0 = all cores)")
       .Add("repeats", "1", "runs per batch size (the fastest is kept)")
       .Add("roofline-seconds", "1", "time spent on each roofline measurement")
+      .Add("kv-cache-dtype", "auto", "KV cache element type (auto = float16 on the CPU)")
       .Add("label", "orca", "curve name")
       .Add("out", "", "result JSON file (default: stdout)")
       .Add("plot", "", "PNG file (default with --out: OUT with .png)")

@@ -1,7 +1,8 @@
 // Serving groups as separate processes (DESIGN.md section 4), driven by the official
 // OpenAI client:
 // - `orca serve --tensor-parallel 2 --pipeline-parallel 2` (a scheduler plus four
-//   local workers over Gloo) answers exactly as a single-process server;
+//   local workers over Gloo) answers exactly as a single-process server, and its
+//   --trace-file holds every rank's steps of each iteration;
 // - a SIGSTOPped worker of `orca serve --tensor-parallel 2` misses the plan deadline:
 //   the in-flight request fails retriably within seconds, the worker is killed and
 //   restarted, and the group answers again;
@@ -41,9 +42,44 @@ before(async () => {
   }
 });
 
+// The per-iteration trace of a 2x2 group (--trace-file): a complete Chrome trace with
+// the scheduler's track and one per rank, each rank's steps as its place in the group
+// makes them, and stage 1 receiving only after stage 0 started sending.
+function checkGroupTrace(file) {
+  const events = JSON.parse(readFileSync(file, 'utf8'));
+  const names = new Map(events.filter((e) => e.name === 'process_name').map((e) => [e.pid, e.args.name]));
+  assert.equal(names.get(1), 'scheduler');
+  for (let r = 0; r < 4; ++r) {
+    assert.equal(names.get(100 + r), `rank ${r} (stage ${Math.floor(r / 2)}, tp ${r % 2})`);
+  }
+  const spans = events.filter((e) => e.ph === 'X');
+  const kinds = (pid) => [...new Set(spans.filter((e) => e.pid === pid).map((e) => e.name))].sort();
+  assert.deepEqual(kinds(1), ['schedule', 'submit', 'update', 'wait']);
+  assert.deepEqual(kinds(100), ['all-reduce', 'layers', 'send']);
+  assert.deepEqual(kinds(101), ['all-reduce', 'layers', 'send']);
+  assert.deepEqual(kinds(102), ['all-reduce', 'layers', 'lm-head', 'recv', 'sample']);  // samples
+  assert.deepEqual(kinds(103), ['all-reduce', 'layers', 'recv']);
+  for (const e of spans) {
+    assert.ok(Number.isInteger(e.ts) && Number.isInteger(e.dur) && e.dur >= 0, JSON.stringify(e));
+  }
+  const at = (pid, name, it) => spans.find((e) => e.pid === pid && e.name === name && e.args.iteration === it);
+  const iterations = [...new Set(spans.filter((e) => e.pid === 102 && e.name === 'sample').map((e) => e.args.iteration))];
+  assert.ok(iterations.length >= 24, `${iterations.length} iterations traced`);
+  for (const it of iterations) {
+    const submit = at(1, 'submit', it), send = at(100, 'send', it), recv = at(102, 'recv', it);
+    assert.ok(submit && send && recv, `iteration ${it}: submit, stage 0's send and stage 1's recv`);
+    assert.ok(at(100, 'layers', it).ts >= submit.ts, `iteration ${it}: rank 0 ran before the plan was sent`);
+    assert.ok(recv.ts + recv.dur >= send.ts, `iteration ${it}: stage 1 received before stage 0 sent`);
+  }
+}
+
 test('a local 2x2 group answers as a single process', async (t) => {
   if (skipOrFail(t)) return;
-  const group = await startServer(['--tensor-parallel', '2', '--pipeline-parallel', '2', '--threads', '4'],
+  const traceDir = mkdtempSync(path.join(os.tmpdir(), 'orca-trace-'));
+  t.after(() => rmSync(traceDir, { recursive: true, force: true }));
+  const traceFile = path.join(traceDir, 'trace.json');
+  const group = await startServer(['--tensor-parallel', '2', '--pipeline-parallel', '2', '--threads', '4',
+                                   '--trace-file', traceFile],
                                   { timeoutMs: 120000 });
   try {
     const answers = await Promise.all(prompts.map((p) => greedy(group.baseURL, p)));
@@ -63,6 +99,7 @@ test('a local 2x2 group answers as a single process', async (t) => {
   } finally {
     assert.equal(await group.stop(), 0);
   }
+  checkGroupTrace(traceFile);
 });
 
 // A stopped worker keeps its TCP connection open, so only the plan deadline catches it

@@ -60,14 +60,25 @@ struct MemoryInfo {
   size_t free_bytes = 0;
 };
 
-// Shape of the paged KV cache of one layer: K and V each hold
-// [num_blocks * block_size, num_kv_heads * head_dim] float32 rows; the row of token
-// slot s is s = block_id * block_size + offset_in_block.
+// Shape of the paged KV cache of one layer. K and V each hold num_blocks blocks; a block
+// holds [num_kv_heads, block_size, head_dim] elements of `dtype`, head-major, so that one
+// head's keys (or values) of a block are contiguous: attention over a sequence reads
+// block_size x head_dim elements at a time instead of one head_dim run per
+// num_kv_heads x head_dim row. Token slot s = block_id * block_size + offset_in_block.
+// Tensors holding a cache are [num_blocks * block_size, num_kv_heads * head_dim] of
+// `dtype` (the same bytes; the rows are not token rows).
 struct KvCacheShape {
   int32_t num_blocks = 0;
   int32_t block_size = 16;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
+  DType dtype = DType::kF32;
+
+  // Element offset of (token slot `slot`, kv head `head`, element 0) in a cache tensor.
+  int64_t Offset(int64_t slot, int32_t head) const {
+    const int64_t block = slot / block_size, in_block = slot % block_size;
+    return ((block * num_kv_heads + head) * block_size + in_block) * head_dim;
+  }
 };
 
 // Per-iteration description of attention over a flat token batch (selective batching).
@@ -93,6 +104,8 @@ class Backend {
 
   virtual std::string name() const = 0;
   virtual bool SupportsWeightDType(DType dtype) const = 0;
+  // Whether KvWrite and Attention take a cache of `dtype` (KvCacheShape::dtype).
+  virtual bool SupportsKvCacheDType(DType dtype) const = 0;
 
   // Allocates `bytes` of backend memory. Fails with ResourceExhausted.
   virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
@@ -124,10 +137,11 @@ class Backend {
   virtual void GatedActivation(const Tensor& gate_up, Activation act, Tensor out) = 0;
   // x = act(x) in place.
   virtual void ActivationInPlace(Tensor x, Activation act) = 0;
-  // Writes k and v rows [T, kv_heads*head_dim] into cache rows slot_mapping[t]. k and v
-  // may be strided.
+  // Writes k and v rows [T, kv_heads*head_dim] (F32) into token slots slot_mapping[t] of
+  // the caches (laid out and typed as `shape` says, converted with round to nearest even;
+  // F16 saturates at +-65504). k and v may be strided.
   virtual void KvWrite(const Tensor& k, const Tensor& v, const int32_t* slot_mapping,
-                       Tensor k_cache, Tensor v_cache) = 0;
+                       const KvCacheShape& shape, Tensor k_cache, Tensor v_cache) = 0;
   // Paged causal attention over the flat batch (see AttentionBatch); q [T, H*D],
   // out [T, H*D]; GQA: query head h reads kv head h / (H / kv_heads). q may be strided.
   virtual void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

@@ -28,6 +28,7 @@
 #include "engine/common/file_util.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/common/trace.h"
 #include "engine/config/config_loader.h"
 #include "engine/group/group_executor.h"
 #include "engine/server/authenticator.h"
@@ -208,6 +209,7 @@ class GeneratedTokenFile {
 // as pods).
 
 struct Group {
+  std::shared_ptr<TraceWriter> trace;              // server.trace_file; null = off
   std::unique_ptr<GeneratedTokenFile> token_file;  // outlives the workers that read it
   std::unique_ptr<Executor> executor;              // null: in-process
   std::unique_ptr<WorkerSupervisor> workers;
@@ -216,6 +218,10 @@ struct Group {
 absl::StatusOr<Group> StartGroup(const EngineConfig& config, Role role) {
   const ParallelOptions& p = config.parallel;
   Group g;
+  if (!config.server.trace_file.empty()) {
+    ORCA_ASSIGN_OR_RETURN(g.trace, TraceWriter::Open(config.server.trace_file));
+    ORCA_LOG(INFO) << "writing a per-iteration trace to " << config.server.trace_file;
+  }
   if (role == Role::kServe && p.pipeline * p.tensor == 1) return g;
   if (role == Role::kServe) {
     // The local workers' devices, before anything starts: a worker without one would
@@ -234,6 +240,7 @@ absl::StatusOr<Group> StartGroup(const EngineConfig& config, Role role) {
   go.listen = absl::StrCat(role == Role::kServe ? "127.0.0.1" : "0.0.0.0", ":", p.control_port);
   go.kv_cache = config.kv_cache;
   go.rank_deadline_s = p.rank_deadline_s;
+  go.trace = g.trace;
   // The control plane is authenticated: by the configured token, or (orca serve) by one
   // made for the local workers.
   std::string token_file = p.control_token_file;
@@ -300,8 +307,9 @@ absl::Status Serve(const EngineConfig& config, Role role) {
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   ORCA_ASSIGN_OR_RETURN(Group group, StartGroup(config, role));
-  ORCA_ASSIGN_OR_RETURN(auto engine,
-                        Engine::Create(EngineOptions::From(config), std::move(group.executor)));
+  EngineOptions eo = EngineOptions::From(config);
+  eo.trace = group.trace;
+  ORCA_ASSIGN_OR_RETURN(auto engine, Engine::Create(eo, std::move(group.executor)));
   HttpServerOptions so;
   so.host = config.server.host;
   so.port = config.server.port;
@@ -341,7 +349,12 @@ absl::Status Serve(const EngineConfig& config, Role role) {
   KvCacheInfo cache;
   cache.block_size = engine->kv_block_size();
   cache.num_blocks = engine->num_kv_blocks();
-  cache.dtype = "float32";  // the only KV element type today
+  // Resolved as the executors resolved it (Validate accepted it).
+  const DType kv_dtype =
+      ResolveKvCacheDType(config.kv_cache.dtype, config.device.type).value_or(DType::kF32);
+  cache.dtype = kv_dtype == DType::kF32   ? "float32"
+                : kv_dtype == DType::kF16 ? "float16"
+                                          : "bfloat16";
   cache.prefix_caching =
       sched.prefix_caching && sched.kv_policy == KvPolicy::kPaged && !IsRequestLevel(sched.policy);
   auto metrics = std::make_shared<ServingMetrics>(so.served_model_name, cache);

@@ -199,6 +199,11 @@ absl::Status Validate(const EngineConfig& c, Role role) {
   if (role != Role::kGenerate && c.model.dir.empty()) {
     return absl::InvalidArgumentError("--model DIR (engine.yaml model.dir) is required");
   }
+  if (role != Role::kWorker) {  // a worker's KV dtype comes from its scheduler
+    if (auto kv = ResolveKvCacheDType(c.kv_cache.dtype, c.device.type); !kv.ok()) {
+      return kv.status();
+    }
+  }
   if (role == Role::kWorker) {
     if (c.worker.scheduler.empty()) {
       return absl::InvalidArgumentError("--scheduler HOST:PORT is required");

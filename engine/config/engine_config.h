@@ -10,7 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/common/dtype.h"
 
 namespace orca {
 
@@ -18,7 +20,8 @@ namespace orca {
 // InferenceDeployment's spelling) is accepted for `cuda`.
 enum class Device { kCpu, kCuda };
 // The weights' dtype after loading: `auto` keeps the checkpoint's (where the backend
-// stores it), the others convert.
+// stores it), the others convert. The KV cache's dtype takes the same values: `auto` is
+// the backend's preference (ResolveKvCacheDType, kv_cache_sizing.h).
 enum class WeightDType { kAuto, kFloat32, kFloat16, kBFloat16 };
 // KV admission: `paged` allocates as tokens arrive and preempts when blocks run out;
 // `reserve` (ORCA) reserves prompt + max_tokens at admission and never preempts.
@@ -39,6 +42,11 @@ std::optional<WeightDType> ParseWeightDType(absl::string_view s);
 std::optional<KvPolicy> ParseKvPolicy(absl::string_view s);
 std::optional<SchedulingPolicy> ParseSchedulingPolicy(absl::string_view s);
 
+// The KV cache's element type on `device` for the requested `dtype`: `auto` is F16 on
+// the CPU (its attention reads 16-bit directly; half of F32's bytes) and F32 on CUDA.
+// InvalidArgument for a 16-bit cache on CUDA, whose attention reads only F32 so far.
+absl::StatusOr<DType> ResolveKvCacheDType(WeightDType dtype, Device device);
+
 // Whether `p` is one of the request-level (static batching) baselines.
 inline bool IsRequestLevel(SchedulingPolicy p) { return p != SchedulingPolicy::kIteration; }
 
@@ -58,9 +66,10 @@ struct DeviceOptions {
 
 // How much KV cache each rank allocates (engine/runner/kv_cache_sizing.h sizes it).
 struct KvCacheOptions {
-  int32_t block_size = 16;  // tokens per block
-  int32_t num_blocks = 0;   // 0 = from size_mib
-  int32_t size_mib = 0;     // budget per rank; 0 = auto (kv_cache_sizing.h)
+  int32_t block_size = 16;                 // tokens per block
+  int32_t num_blocks = 0;                  // 0 = from size_mib
+  int32_t size_mib = 0;                    // budget per rank; 0 = auto (kv_cache_sizing.h)
+  WeightDType dtype = WeightDType::kAuto;  // element type of K and V
 };
 
 struct SchedulerOptions {
@@ -98,6 +107,7 @@ struct ServerOptions {
   std::string tls_cert_file;              // PEM; with tls_key_file: HTTPS and gRPC over TLS
   std::string tls_key_file;               // PEM private key of tls_cert_file
   int32_t max_concurrent_per_client = 0;  // open requests per client address (0 = no limit)
+  std::string trace_file;                 // per-iteration Chrome trace; "" = off
 };
 
 // Where one `orca worker` process sits in its group; the command line's, per pod.

@@ -19,10 +19,11 @@ struct Spelling {
 };
 constexpr Spelling<Device> kDevices[] = {
     {"cpu", Device::kCpu}, {"cuda", Device::kCuda}, {"gpu", Device::kCuda}};
-constexpr Spelling<WeightDType> kDTypes[] = {{"auto", WeightDType::kAuto},
-                                             {"float32", WeightDType::kFloat32},
-                                             {"float16", WeightDType::kFloat16},
-                                             {"bfloat16", WeightDType::kBFloat16}};
+constexpr Spelling<WeightDType> kDTypes[] = {
+    {"auto", WeightDType::kAuto},       {"float32", WeightDType::kFloat32},
+    {"float16", WeightDType::kFloat16}, {"bfloat16", WeightDType::kBFloat16},
+    {"fp32", WeightDType::kFloat32},    {"fp16", WeightDType::kFloat16},
+    {"bf16", WeightDType::kBFloat16}};
 constexpr Spelling<KvPolicy> kKvPolicies[] = {{"paged", KvPolicy::kPaged},
                                               {"reserve", KvPolicy::kReserve}};
 constexpr Spelling<SchedulingPolicy> kPolicies[] = {
@@ -201,6 +202,11 @@ std::vector<Setting> BuildSettings() {
   s.push_back(Int("kv_cache.num_blocks", "num-kv-blocks", &C::kv_cache, &KvCacheOptions::num_blocks,
                   0, 1 << 26, kServing | kGenerate,
                   "KV cache size per rank in blocks (overrides kv-cache-mib; 0 = off)"));
+  s.push_back(Enum("kv_cache.dtype", "kv-cache-dtype", &C::kv_cache, &KvCacheOptions::dtype,
+                   kDTypes, kServing | kGenerate,
+                   "element type of the KV cache: auto is float16 on the CPU (half the bytes "
+                   "attention reads of float32) and float32 on CUDA, whose kernels read only "
+                   "float32 so far; fp32, fp16 and bf16 are accepted spellings"));
   // scheduler
   s.push_back(Enum("scheduler.policy", "policy", &C::scheduler, &SchedulerOptions::policy,
                    kPolicies, kServing,
@@ -275,6 +281,12 @@ std::vector<Setting> BuildSettings() {
                   "open requests one client address may have on the HTTP and gRPC APIs "
                   "together; one more is answered 429 / RESOURCE_EXHAUSTED (0 = no limit; "
                   "behind a proxy every client shares its address)"));
+  s.push_back(String("server.trace_file", "trace-file", &C::server, &ServerOptions::trace_file,
+                     kServing,
+                     "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of every "
+                     "iteration to this file: the scheduler's schedule, submit, wait and "
+                     "update, and each rank's recv, layers, all-reduce, send, lm-head and "
+                     "sample, one track per rank (\"\" = off; stops after 2 million events)"));
   s.push_back(String("server.chat_template", "chat-template", &C::server,
                      &ServerOptions::chat_template, kServing,
                      "Jinja chat template file (default: the tokenizer's)"));
@@ -313,6 +325,24 @@ std::vector<Setting> BuildSettings() {
 
 absl::string_view DeviceName(Device d) { return NameOf(kDevices, d); }
 absl::string_view WeightDTypeName(WeightDType d) { return NameOf(kDTypes, d); }
+
+absl::StatusOr<DType> ResolveKvCacheDType(WeightDType dtype, Device device) {
+  switch (dtype) {
+    case WeightDType::kAuto:
+      return device == Device::kCpu ? DType::kF16 : DType::kF32;
+    case WeightDType::kFloat32:
+      return DType::kF32;
+    case WeightDType::kFloat16:
+    case WeightDType::kBFloat16:
+      if (device == Device::kCuda) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kv_cache.dtype ", WeightDTypeName(dtype),
+            ": the CUDA backend's attention reads a float32 KV cache only (use auto or float32)"));
+      }
+      return dtype == WeightDType::kFloat16 ? DType::kF16 : DType::kBF16;
+  }
+  return absl::InvalidArgumentError("unknown kv_cache.dtype");
+}
 absl::string_view KvPolicyName(KvPolicy p) { return NameOf(kKvPolicies, p); }
 absl::string_view SchedulingPolicyName(SchedulingPolicy p) { return NameOf(kPolicies, p); }
 std::optional<Device> ParseDevice(absl::string_view s) { return ValueOf(kDevices, s); }

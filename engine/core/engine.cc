@@ -31,9 +31,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
   e->options_ = options;
   ORCA_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromDirectory(options.model.dir));
   if (executor == nullptr) {
-    ORCA_ASSIGN_OR_RETURN(auto local,
-                          LocalExecutor::Create(LocalExecutorOptions{
-                              options.model, options.device, options.kv_cache, options.scheduler}));
+    ORCA_ASSIGN_OR_RETURN(auto local, LocalExecutor::Create(LocalExecutorOptions{
+                                          options.model, options.device, options.kv_cache,
+                                          options.scheduler, options.trace}));
     ORCA_LOG(INFO) << "engine: weights " << local->runner().weight_bytes() / (1 << 20)
                    << " MiB, KV cache " << local->runner().kv_cache_bytes() / (1 << 20) << " MiB";
     executor = std::move(local);
@@ -246,8 +246,10 @@ bool Engine::ScheduleAndSubmit() {
   // scheduled again until their batch returns.
   if (static_cast<int32_t>(inflight_.size()) >= executor_->max_inflight()) return false;
   const double t0 = Now();
+  const int64_t trace_t0 = options_.trace ? TraceNowUs() : 0;
   ScheduledBatch batch = scheduler_->Schedule();
   if (batch.empty()) return false;
+  const int64_t trace_t1 = options_.trace ? TraceNowUs() : 0;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& s : batch.plan.seqs) {
@@ -257,6 +259,15 @@ bool Engine::ScheduleAndSubmit() {
   }
   batch.plan.iteration = next_plan_++;
   absl::Status submitted = executor_->Submit(batch.plan);
+  if (options_.trace) {
+    const int64_t it = static_cast<int64_t>(batch.plan.iteration);
+    const int64_t trace_t2 = TraceNowUs();
+    options_.trace->Span(TraceWriter::kSchedulerTrack,
+                         TraceSpan{"schedule", trace_t0, trace_t1 - trace_t0}, it);
+    // A group's executor encodes and sends the plan; the in-process one runs it.
+    options_.trace->Span(TraceWriter::kSchedulerTrack,
+                         TraceSpan{"submit", trace_t1, trace_t2 - trace_t1}, it);
+  }
   inflight_.push_back(InFlight{std::move(batch), t0, Now()});
   if (!submitted.ok()) CompleteOldest(submitted);
   return true;
@@ -275,9 +286,11 @@ void Engine::WaitForCapacity() {
 void Engine::CompleteOldest(const absl::Status& submit_error) {
   InFlight f = std::move(inflight_.front());
   inflight_.pop_front();
+  const int64_t trace_wait = options_.trace ? TraceNowUs() : 0;
   absl::StatusOr<IterationResult> result =
       submit_error.ok() ? executor_->Wait() : absl::StatusOr<IterationResult>(submit_error);
   const double t2 = Now();
+  const int64_t trace_update = options_.trace ? TraceNowUs() : 0;
   absl::MutexLock lock(&mu_);
   if (!result.ok()) {
     const bool group_broke = absl::IsUnavailable(result.status());
@@ -311,6 +324,13 @@ void Engine::CompleteOldest(const absl::Status& submit_error) {
   }
   RetireFinished(t2);
   const double t3 = Now();
+  if (options_.trace) {
+    const int64_t it = static_cast<int64_t>(f.batch.plan.iteration);
+    options_.trace->Span(TraceWriter::kSchedulerTrack,
+                         TraceSpan{"wait", trace_wait, trace_update - trace_wait}, it);
+    options_.trace->Span(TraceWriter::kSchedulerTrack,
+                         TraceSpan{"update", trace_update, TraceNowUs() - trace_update}, it);
+  }
   ++iterations_;
   UpdateSnapshot();
   if (observer_) {

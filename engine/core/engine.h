@@ -19,6 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/common/trace.h"
 #include "engine/config/engine_config.h"
 #include "engine/core/executor.h"
 #include "engine/core/output_processor.h"
@@ -36,10 +37,13 @@ struct EngineOptions {
   // The in-process executor's (ignored when Create is given an executor).
   DeviceOptions device;
   KvCacheOptions kv_cache;
+  // Where the per-iteration trace goes (server.trace_file; null = off): the engine's
+  // steps on the scheduler's track; the in-process executor's rank on its own.
+  std::shared_ptr<TraceWriter> trace;
 
-  // Returns the engine's parts of `config`.
+  // Returns the engine's parts of `config` (not the trace: the caller opens the file).
   static EngineOptions From(const EngineConfig& config) {
-    return EngineOptions{config.model, config.scheduler, config.device, config.kv_cache};
+    return EngineOptions{config.model, config.scheduler, config.device, config.kv_cache, nullptr};
   }
 };
 

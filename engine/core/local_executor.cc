@@ -41,6 +41,8 @@ absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
   ORCA_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(options.model.dir));
   ModelRunnerOptions ro;
   ro.block_size = options.kv_cache.block_size;
+  ORCA_ASSIGN_OR_RETURN(ro.kv_cache_dtype,
+                        ResolveKvCacheDType(options.kv_cache.dtype, options.device.type));
   const bool by_memory = KvCacheSizedByMemory(options.kv_cache, options.device.type);
   if (by_memory) {
     // A probe cache, large enough for the profiling pass.
@@ -48,19 +50,31 @@ absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
     const int64_t seqs = std::min<int64_t>(options.scheduler.max_batch_size, tokens);
     ro.num_kv_blocks = static_cast<int32_t>((tokens + bs - 1) / bs + seqs);
   } else {
-    ORCA_ASSIGN_OR_RETURN(ro.num_kv_blocks, KvCacheBlocks(config, 1, 1, options.kv_cache));
+    ORCA_ASSIGN_OR_RETURN(ro.num_kv_blocks,
+                          KvCacheBlocks(config, 1, 1, options.kv_cache, ro.kv_cache_dtype));
   }
   ro.dtype = options.model.dtype;
   ro.sampler_threads = options.device.threads;
   ORCA_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device));
   ORCA_ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(options.model.dir, e->backend_.get(), ro));
   if (by_memory) ORCA_RETURN_IF_ERROR(SizeKvCacheFromMemory(*e->runner_, *e->backend_, options));
+  if (options.trace) {
+    e->trace_ = options.trace;
+    e->trace_->NameTrack(TraceWriter::kSchedulerTrack, "scheduler");
+    e->trace_->NameTrack(TraceWriter::RankTrack(0), "rank 0");
+    e->runner_->set_tracing(true);
+  }
   return e;
 }
 
 absl::Status LocalExecutor::Submit(const IterationPlan& plan) {
   if (result_.has_value()) return absl::FailedPreconditionError("a plan is already outstanding");
   result_ = runner_->Execute(plan);
+  if (trace_ && result_->ok()) {
+    trace_->Spans(TraceWriter::RankTrack(0), (*result_)->spans,
+                  static_cast<int64_t>(plan.iteration));
+    (*result_)->spans.clear();
+  }
   return absl::OkStatus();
 }
 

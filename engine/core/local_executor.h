@@ -24,8 +24,9 @@ namespace orca {
 struct LocalExecutorOptions {
   ModelOptions model;
   DeviceOptions device;
-  KvCacheOptions kv_cache;     // sized by KvCacheBlocks, or by memory (see above)
-  SchedulerOptions scheduler;  // the largest iteration, for the profiling pass
+  KvCacheOptions kv_cache;             // sized by KvCacheBlocks, or by memory (see above)
+  SchedulerOptions scheduler;          // the largest iteration, for the profiling pass
+  std::shared_ptr<TraceWriter> trace;  // null = off; the rank's steps on RankTrack(0)
 };
 
 class LocalExecutor : public Executor {
@@ -43,6 +44,7 @@ class LocalExecutor : public Executor {
  private:
   LocalExecutor() = default;
   std::unique_ptr<Backend> backend_;
+  std::shared_ptr<TraceWriter> trace_;
   std::unique_ptr<ModelRunner> runner_;
   std::optional<absl::StatusOr<IterationResult>> result_;
 };

@@ -59,6 +59,7 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   GroupExecutorOptions options;
   ModelConfig config;
   int32_t num_kv_blocks = 0;
+  DType kv_cache_dtype = DType::kF32;  // resolved from options.kv_cache.dtype
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   std::unique_ptr<ControlPlaneGuard> guard;  // set by Create before the server starts
@@ -220,6 +221,20 @@ void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) 
     case v1::WorkerMessage::kReady: {
       if (m.ready().generation() != generation_) return;
       if (s.ready) return;  // again: a heartbeat
+      // A rank whose cache differs from the one this scheduler sized (a worker of
+      // another release that ignores kv_cache_dtype, say) would compute from it anyway.
+      const ModelShard shard{pipeline(), tensor(), s.rank / tensor(), s.rank % tensor()};
+      const uint64_t expected =
+          ModelRunner::KvBytesPerBlock(config, shard, options.kv_cache.block_size, kv_cache_dtype) *
+          static_cast<uint64_t>(num_kv_blocks);
+      if (m.ready().kv_cache_bytes() != expected) {
+        Break(absl::StrCat("worker rank ", s.rank, " (", s.name, ") allocated ",
+                           m.ready().kv_cache_bytes(), " bytes of KV cache where the group sized ",
+                           expected, " (", num_kv_blocks, " blocks of ",
+                           std::string(DTypeName(kv_cache_dtype)),
+                           "): do the scheduler and the worker run the same release?"));
+        return;
+      }
       s.ready = true;
       bool all = static_cast<int32_t>(sessions_.size()) == world();
       for (const auto& [rank, other] : sessions_) all = all && other->ready;
@@ -230,9 +245,16 @@ void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) 
       }
       return;
     }
-    case v1::WorkerMessage::kDone:
-      if (s.rank == sampling_rank()) results_[m.done().iteration()] = FromProto(m.done());
+    case v1::WorkerMessage::kDone: {
+      IterationResult r = FromProto(m.done());
+      if (options.trace) {
+        options.trace->Spans(TraceWriter::RankTrack(s.rank), r.spans,
+                             static_cast<int64_t>(r.iteration));
+        r.spans.clear();
+      }
+      if (s.rank == sampling_rank()) results_[m.done().iteration()] = std::move(r);
       return;
+    }
     case v1::WorkerMessage::kError: {
       const v1::WorkerError& e = m.error();
       if (e.fatal()) {
@@ -271,6 +293,8 @@ GroupExecutor::Impl::MaybeInit() {
   init->set_tensor(tensor());
   init->set_block_size(options.kv_cache.block_size);
   init->set_num_kv_blocks(num_kv_blocks);
+  init->set_kv_cache_dtype(std::string(DTypeName(kv_cache_dtype)));
+  init->set_trace(options.trace != nullptr);
   init->set_comm(comm());
   init->set_store_prefix(absl::StrCat("orca/g", generation_, "/"));
   init->set_comm_timeout_s(options.comm_timeout_s);
@@ -480,9 +504,20 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
         "libnccl-dev and rebuild)");
   }
 #endif
-  ORCA_ASSIGN_OR_RETURN(impl->num_kv_blocks, KvCacheBlocks(impl->config, impl->pipeline(),
-                                                           impl->tensor(), options.kv_cache));
+  ORCA_ASSIGN_OR_RETURN(impl->kv_cache_dtype,
+                        ResolveKvCacheDType(options.kv_cache.dtype, options.device));
+  ORCA_ASSIGN_OR_RETURN(impl->num_kv_blocks,
+                        KvCacheBlocks(impl->config, impl->pipeline(), impl->tensor(),
+                                      options.kv_cache, impl->kv_cache_dtype));
 
+  if (options.trace) {
+    options.trace->NameTrack(TraceWriter::kSchedulerTrack, "scheduler");
+    for (int32_t rank = 0; rank < impl->world(); ++rank) {
+      options.trace->NameTrack(TraceWriter::RankTrack(rank),
+                               absl::StrCat("rank ", rank, " (stage ", rank / impl->tensor(),
+                                            ", tp ", rank % impl->tensor(), ")"));
+    }
+  }
   impl->guard = std::make_unique<ControlPlaneGuard>(options.control_token);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port);
@@ -502,7 +537,7 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
   ORCA_LOG(INFO) << "group: control plane on port " << impl->port << ", waiting for "
                  << impl->world() << " rank(s) (" << impl->pipeline() << " stages x "
                  << impl->tensor() << " tensor ranks), KV cache " << impl->num_kv_blocks
-                 << " blocks per rank; "
+                 << " blocks of " << DTypeName(impl->kv_cache_dtype) << " per rank; "
                  << (impl->guard->enabled() ? "calls must carry the control-plane token"
                                             : "UNAUTHENTICATED: anyone who reaches this port may "
                                               "join the group or write its rendezvous store "

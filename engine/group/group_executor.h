@@ -38,6 +38,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "engine/common/trace.h"
 #include "engine/config/engine_config.h"
 #include "engine/core/executor.h"
 
@@ -58,6 +59,9 @@ struct GroupExecutorOptions {
   // The shared token every control-plane call must carry (the content of
   // parallelism.control_token_file); "" = none: anyone who reaches `listen` may join.
   std::string control_token;
+  // null = off. Otherwise every rank times its steps of each plan (GroupInit.trace) and
+  // the executor writes them on the rank's track (engine/common/trace.h).
+  std::shared_ptr<TraceWriter> trace;
 };
 
 // Called once for each rank that missed the deadline, after the group broke, with

@@ -190,6 +190,12 @@ void ToProto(const IterationResult& result, v1::IterationDone* out) {
       e->set_logprob(lp);
     }
   }
+  for (const TraceSpan& span : result.spans) {
+    v1::TraceSpan* q = out->add_spans();
+    q->set_name(span.name);
+    q->set_start_us(span.start_us);
+    q->set_dur_us(span.dur_us);
+  }
 }
 
 IterationResult FromProto(const v1::IterationDone& done) {
@@ -204,6 +210,9 @@ IterationResult FromProto(const v1::IterationDone& done) {
       t.top_logprobs.emplace_back(e.token_id(), e.logprob());
     }
     out.tokens.push_back(std::move(t));
+  }
+  for (const v1::TraceSpan& q : done.spans()) {
+    out.spans.push_back(TraceSpan{q.name(), q.start_us(), q.dur_us()});
   }
   return out;
 }

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/common/trace.h"
+
 namespace orca {
 
 struct SamplingParams {
@@ -78,6 +80,9 @@ struct SampledToken {
 struct IterationResult {
   uint64_t iteration = 0;
   std::vector<SampledToken> tokens;  // one per ScheduledSequence with sample = true, in order
+  // The rank's timed steps of this iteration, when its runner traces (ModelRunner::
+  // set_tracing; engine/common/trace.h); empty otherwise.
+  std::vector<TraceSpan> spans;
 };
 
 }  // namespace orca

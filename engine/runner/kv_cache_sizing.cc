@@ -10,7 +10,7 @@
 namespace orca {
 
 absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipeline, int32_t tensor,
-                                      const KvCacheOptions& kv) {
+                                      const KvCacheOptions& kv, DType kv_dtype) {
   if (kv.block_size <= 0 || kv.block_size > 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("block size ", kv.block_size, " out of range [1, 1024]"));
@@ -19,7 +19,8 @@ absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipelin
   for (int32_t stage = 0; stage < pipeline; ++stage) {
     const ModelShard shard{pipeline, tensor, stage, 0};
     ORCA_RETURN_IF_ERROR(ValidateModelShard(config, shard));
-    per_block = std::max(per_block, ModelRunner::KvBytesPerBlock(config, shard, kv.block_size));
+    per_block =
+        std::max(per_block, ModelRunner::KvBytesPerBlock(config, shard, kv.block_size, kv_dtype));
   }
   int64_t blocks = kv.num_blocks;
   if (blocks <= 0) {

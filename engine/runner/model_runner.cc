@@ -41,6 +41,12 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   r->kv_shape_.block_size = options.block_size;
   r->kv_shape_.num_kv_heads = r->shard_.local_kv_heads(c);
   r->kv_shape_.head_dim = c.head_dim;
+  if (!backend->SupportsKvCacheDType(options.kv_cache_dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("the ", backend->name(),
+                                                   " backend cannot hold a KV cache of ",
+                                                   std::string(DTypeName(options.kv_cache_dtype))));
+  }
+  r->kv_shape_.dtype = options.kv_cache_dtype;
   if (options.num_kv_blocks <= 0 || options.num_kv_blocks > INT32_MAX / options.block_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the number of KV blocks (", options.num_kv_blocks, ") must be set (KvCacheBlocks)"));
@@ -64,7 +70,8 @@ absl::Status ModelRunner::ResizeKvCache(int32_t num_blocks) {
   const int64_t width = int64_t{kv_shape_.num_kv_heads} * config_.head_dim;
   for (int32_t l = 0; l < num_local_layers_; ++l) {
     for (auto* cache : {&k_cache_, &v_cache_}) {
-      auto buf = backend_->Allocate(static_cast<size_t>(slots * width) * sizeof(float));
+      auto buf =
+          backend_->Allocate(static_cast<size_t>(slots * width) * DTypeSize(kv_shape_.dtype));
       if (!buf.ok()) {
         k_cache_.clear();
         v_cache_.clear();
@@ -72,7 +79,7 @@ absl::Status ModelRunner::ResizeKvCache(int32_t num_blocks) {
         kv_shape_.num_blocks = 0;
         return buf.status();
       }
-      cache->push_back(Tensor{(*buf)->data(), DType::kF32, slots, width, 0});
+      cache->push_back(Tensor{(*buf)->data(), kv_shape_.dtype, slots, width, 0});
       kv_storage_.push_back(std::move(*buf));
     }
   }
@@ -125,10 +132,10 @@ absl::Status ModelRunner::SetCommunicators(Communicator* tp_comm, Communicator* 
 }
 
 size_t ModelRunner::KvBytesPerBlock(const ModelConfig& c, const ModelShard& shard,
-                                    int32_t block_size) {
+                                    int32_t block_size, DType kv_dtype) {
   const auto [first, end] = shard.Layers(c.num_layers);
   return size_t{2} * static_cast<size_t>(end - first) * block_size * shard.local_kv_heads(c) *
-         c.head_dim * sizeof(float);
+         c.head_dim * DTypeSize(kv_dtype);
 }
 
 size_t ModelRunner::kv_cache_bytes() const {
@@ -232,8 +239,9 @@ absl::Status ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* posi
   const int64_t kv_width = int64_t{kv_heads} * c.head_dim;
   // Row-parallel GEMMs leave partial sums on each tensor-parallel rank.
   auto all_reduce = [&](Tensor t) {
-    return shard_.tensor > 1 ? tp_comm_->AllReduceSum(static_cast<float*>(t.data), n * t.cols)
-                             : absl::OkStatus();
+    if (shard_.tensor == 1) return absl::OkStatus();
+    ScopedSpan span(spans_, "all-reduce");
+    return tp_comm_->AllReduceSum(static_cast<float*>(t.data), n * t.cols);
   };
   Tensor x = x_.Rows(0, n), h = h_.Rows(0, n), qkv = qkv_.Rows(0, n), att = attn_.Rows(0, n);
   const bool gpt2 = c.family == ModelFamily::kGpt2;
@@ -252,7 +260,7 @@ absl::Status ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* posi
     b.Rope(q, positions, heads, c.head_dim, c.rope_theta);
     b.Rope(k, positions, kv_heads, c.head_dim, c.rope_theta);
   }
-  b.KvWrite(k, v, slot_mapping, k_cache_[layer], v_cache_[layer]);
+  b.KvWrite(k, v, slot_mapping, kv_shape_, k_cache_[layer], v_cache_[layer]);
   b.Attention(q, k_cache_[layer], v_cache_[layer], attn, kv_shape_, heads,
               static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim))), att);
   b.Linear(att, L.out_proj, L.out_proj_bias.data ? &L.out_proj_bias : nullptr, h);
@@ -364,18 +372,26 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
       b.Embedding(positions, n, weights_->pos_embed, x, true);
     }
   } else {
+    ScopedSpan span(spans_, "recv");
     ORCA_RETURN_IF_ERROR(pp_comm_->Recv(static_cast<float*>(x.data), x_count, shard_.prev_rank()));
   }
-  for (int32_t l = 0; l < num_local_layers_; ++l) {
-    ORCA_RETURN_IF_ERROR(RunLayer(l, n, positions, slots, attn));
+  {
+    ScopedSpan span(spans_, "layers");
+    for (int32_t l = 0; l < num_local_layers_; ++l) {
+      ORCA_RETURN_IF_ERROR(RunLayer(l, n, positions, slots, attn));
+    }
+    // Host time covers the device's work (traced runs only).
+    if (spans_ != nullptr) ORCA_RETURN_IF_ERROR(b.Synchronize());
   }
   if (!shard_.last_stage()) {
+    ScopedSpan span(spans_, "send");
     ORCA_RETURN_IF_ERROR(pp_comm_->Send(static_cast<float*>(x.data), x_count, shard_.next_rank()));
   }
   if (num_sample == 0 || !shard_.samples()) {
     ORCA_RETURN_IF_ERROR(b.Synchronize());
     return result;
   }
+  ScopedSpan span(spans_, "lm-head");
   Tensor rows = final_rows_.Rows(0, num_sample);
   b.GatherRows(x, sample_rows, num_sample, rows);
   if (config_.family == ModelFamily::kGpt2) {
@@ -392,24 +408,33 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
 }
 
 absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) {
-  ORCA_ASSIGN_OR_RETURN(IterationLogits logits, Forward(plan));
   IterationResult result;
   result.iteration = plan.iteration;
-  if (!shard_.samples()) return result;
-  std::vector<const ScheduledSequence*> sampled;
-  for (const auto& s : plan.seqs) {
-    if (s.sample) sampled.push_back(&s);
+  spans_ = tracing_ ? &result.spans : nullptr;
+  absl::StatusOr<IterationLogits> logits = Forward(plan);
+  if (!logits.ok() || !shard_.samples()) {
+    spans_ = nullptr;
+    if (!logits.ok()) return logits.status();
+    return result;
   }
-  result.tokens.resize(sampled.size());
-  auto sample = [&](int64_t row) {
-    result.tokens[row] = SampleToken(
-        absl::MakeSpan(logits.row(row), static_cast<size_t>(logits.vocab_size)), *sampled[row]);
-  };
-  if (sampler_pool_ && sampled.size() > 1) {
-    sampler_pool_->ParallelFor(static_cast<int64_t>(sampled.size()), sample);
-  } else {
-    for (size_t row = 0; row < sampled.size(); ++row) sample(static_cast<int64_t>(row));
+  {
+    ScopedSpan span(spans_, "sample");
+    std::vector<const ScheduledSequence*> sampled;
+    for (const auto& s : plan.seqs) {
+      if (s.sample) sampled.push_back(&s);
+    }
+    result.tokens.resize(sampled.size());
+    auto sample = [&](int64_t row) {
+      result.tokens[row] = SampleToken(
+          absl::MakeSpan(logits->row(row), static_cast<size_t>(logits->vocab_size)), *sampled[row]);
+    };
+    if (sampler_pool_ && sampled.size() > 1) {
+      sampler_pool_->ParallelFor(static_cast<int64_t>(sampled.size()), sample);
+    } else {
+      for (size_t row = 0; row < sampled.size(); ++row) sample(static_cast<int64_t>(row));
+    }
   }
+  spans_ = nullptr;  // the span above is in result.spans now
   return result;
 }
 

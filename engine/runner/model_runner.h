@@ -37,6 +37,9 @@ struct ModelRunnerOptions {
   // KV blocks to allocate (required: KvCacheBlocks sizes them, kv_cache_sizing.h).
   int32_t num_kv_blocks = 0;
   WeightDType dtype = WeightDType::kAuto;
+  // Element type of the KV cache (ResolveKvCacheDType picks it from the configuration);
+  // the backend must support it (Backend::SupportsKvCacheDType).
+  DType kv_cache_dtype = DType::kF32;
   ModelShard shard;  // default: the whole model on one rank
   // The group's data plane, used only from the thread that calls Forward/Execute and
   // outliving the runner: `tp_comm` joins the `tensor` ranks of this stage (rank =
@@ -66,13 +69,15 @@ class ModelRunner {
                                                              Backend* backend,
                                                              const ModelRunnerOptions& options);
 
-  // KV cache bytes one block of `block_size` tokens takes on a rank holding `shard`.
+  // KV cache bytes one block of `block_size` tokens of `kv_dtype` takes on a rank
+  // holding `shard`.
   static size_t KvBytesPerBlock(const ModelConfig& config, const ModelShard& shard,
-                                int32_t block_size);
+                                int32_t block_size, DType kv_dtype);
 
   // KV bytes of a cache holding `num_blocks` blocks on this runner's shard.
   size_t KvBytesFor(int32_t num_blocks) const {
-    return KvBytesPerBlock(config_, shard_, kv_shape_.block_size) * static_cast<size_t>(num_blocks);
+    return KvBytesPerBlock(config_, shard_, kv_shape_.block_size, kv_shape_.dtype) *
+           static_cast<size_t>(num_blocks);
   }
 
   // Replaces the KV cache with one of `num_blocks` blocks (the old one is freed first;
@@ -95,6 +100,7 @@ class ModelRunner {
   absl::Status SetCommunicators(Communicator* tp_comm, Communicator* pp_comm);
   int32_t num_kv_blocks() const { return kv_shape_.num_blocks; }
   int32_t block_size() const { return kv_shape_.block_size; }
+  DType kv_cache_dtype() const { return kv_shape_.dtype; }
   size_t weight_bytes() const { return weights_->bytes; }
   size_t kv_cache_bytes() const;
 
@@ -107,6 +113,11 @@ class ModelRunner {
 
   // Runs Forward and samples every sequence with sample = true.
   absl::StatusOr<IterationResult> Execute(const IterationPlan& plan);
+
+  // With tracing on, Execute times its steps into IterationResult::spans: "recv" and
+  // "send" (activations between stages), "layers" (this rank's layers, with one nested
+  // "all-reduce" per tensor-parallel reduction), "lm-head" and "sample".
+  void set_tracing(bool on) { tracing_ = on; }
 
  private:
   ModelRunner() = default;
@@ -124,6 +135,8 @@ class ModelRunner {
   Communicator* tp_comm_ = nullptr;
   Communicator* pp_comm_ = nullptr;
   int32_t num_local_layers_ = 0;
+  bool tracing_ = false;
+  std::vector<TraceSpan>* spans_ = nullptr;  // Execute's result's while it runs and traces
   Backend* backend_ = nullptr;
   std::unique_ptr<ModelWeights> weights_;
   KvCacheShape kv_shape_;

@@ -401,10 +401,18 @@ absl::Status WorkerRank::Session() {
   } else if (init.comm() != "none") {
     return fail(absl::UnimplementedError(absl::StrCat("communicator '", init.comm(), "'")));
   }
+  absl::StatusOr<DType> parsed_kv_dtype =
+      init.kv_cache_dtype().empty() ? DType::kF32 : ParseDType(init.kv_cache_dtype());
+  if (!parsed_kv_dtype.ok()) {
+    return fail(absl::InvalidArgumentError(
+        absl::StrCat("group init: kv_cache_dtype: ", parsed_kv_dtype.status().message())));
+  }
+  const DType kv_dtype = *parsed_kv_dtype;
   const ModelShard& had = runner_ ? runner_->shard() : shard;
   const bool reuse = runner_ && had.pipeline == shard.pipeline && had.tensor == shard.tensor &&
                      runner_->block_size() == init.block_size() &&
-                     runner_->num_kv_blocks() == init.num_kv_blocks();
+                     runner_->num_kv_blocks() == init.num_kv_blocks() &&
+                     runner_->kv_cache_dtype() == kv_dtype;
   if (reuse) {
     if (absl::Status s = runner_->SetCommunicators(tp_comm_.get(), pp_comm_.get()); !s.ok()) {
       return fail(s);
@@ -414,6 +422,7 @@ absl::Status WorkerRank::Session() {
     ModelRunnerOptions ro;
     ro.block_size = init.block_size();
     ro.num_kv_blocks = init.num_kv_blocks();
+    ro.kv_cache_dtype = kv_dtype;
     ro.dtype = options_.model.dtype;
     ro.sampler_threads = options_.device.threads;
     ro.shard = shard;
@@ -423,6 +432,7 @@ absl::Status WorkerRank::Session() {
     if (!runner.ok()) return fail(runner.status());
     runner_ = std::move(*runner);
   }
+  runner_->set_tracing(init.trace());
   v1::WorkerMessage ready;
   ready.mutable_ready()->set_generation(init.generation());
   ready.mutable_ready()->set_weight_bytes(runner_->weight_bytes());
@@ -459,7 +469,7 @@ absl::Status WorkerRank::Session() {
       if (!writer.Write(out)) break;
       continue;
     }
-    if (!shard.samples()) continue;
+    if (!shard.samples() && !init.trace()) continue;
     ToProto(*result, out.mutable_done());
     if (!writer.Write(out)) break;
   }

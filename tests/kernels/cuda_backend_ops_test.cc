@@ -192,10 +192,11 @@ TEST(CudaBackendOpsTest, KvWriteThroughSlotMapping) {
   Mirrored qkv = b.Upload(RandomFloats(rng, t * qkv_width), t, qkv_width);
   std::vector<float> cache_init = RandomFloats(rng, slots * width);
   Mirrored kc = b.Upload(cache_init, slots, width), vc = b.Upload(cache_init, slots, width);
-  b.cpu().KvWrite(qkv.cpu.Cols(width, width), qkv.cpu.Cols(2 * width, width), cpu_map, kc.cpu,
-                  vc.cpu);
-  b.gpu().KvWrite(qkv.gpu.Cols(width, width), qkv.gpu.Cols(2 * width, width), gpu_map, kc.gpu,
-                  vc.gpu);
+  const KvCacheShape shape{64, 16, 4, 16, DType::kF32};  // slots = 64 blocks x 16
+  b.cpu().KvWrite(qkv.cpu.Cols(width, width), qkv.cpu.Cols(2 * width, width), cpu_map, shape,
+                  kc.cpu, vc.cpu);
+  b.gpu().KvWrite(qkv.gpu.Cols(width, width), qkv.gpu.Cols(2 * width, width), gpu_map, shape,
+                  kc.gpu, vc.gpu);
   ORCA_EXPECT_CONSISTENT(Values(b, kc, true), Values(b, kc, false), 1e-7);
   ORCA_EXPECT_CONSISTENT(Values(b, vc, true), Values(b, vc, false), 1e-7);
 }

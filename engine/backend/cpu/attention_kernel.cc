@@ -4,22 +4,49 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "engine/backend/cpu/simd.h"
+#include "engine/common/dtype.h"
 
 namespace orca {
 namespace {
 
-void AttendScalar(int d, int q_len, int kv_len, const float* q, int64_t ldq,
-                  const float* const* krow, const float* const* vrow, float scale, float* scores,
-                  float* out, int64_t ldo) {
+constexpr float kF16Max = 65504.0f;
+
+inline float ToF32(float x) { return x; }
+inline float ToF32(Fp16 x) { return F16ToF32(x.bits); }
+inline float ToF32(Bf16 x) { return Bf16ToF32(x.bits); }
+
+inline void FromF32(float x, float* dst) { *dst = x; }
+inline void FromF32(float x, Fp16* dst) {
+  // std::clamp keeps NaN (both comparisons are false).
+  dst->bits = F32ToF16(std::clamp(x, -kF16Max, kF16Max));
+}
+inline void FromF32(float x, Bf16* dst) { dst->bits = F32ToBf16(x); }
+
+// Eight elements as float32.
+__attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+__attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const Fp16* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+__attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const Bf16* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+template <typename T>
+void AttendScalar(int d, int q_len, int kv_len, const float* q, int64_t ldq, const T* const* krow,
+                  const T* const* vrow, float scale, float* scores, float* out, int64_t ldo) {
   for (int i = 0; i < q_len; ++i) {
     const int pos = kv_len - q_len + i;
     const float* qv = q + i * ldq;
     float max_score = -INFINITY;
     for (int j = 0; j <= pos; ++j) {
       float dot = 0;
-      for (int c = 0; c < d; ++c) dot += qv[c] * krow[j][c];
+      for (int c = 0; c < d; ++c) dot += qv[c] * ToF32(krow[j][c]);
       scores[j] = dot * scale;
       max_score = std::max(max_score, scores[j]);
     }
@@ -31,7 +58,7 @@ void AttendScalar(int d, int q_len, int kv_len, const float* q, int64_t ldq,
     float* o = out + i * ldo;
     std::fill(o, o + d, 0.0f);
     for (int j = 0; j <= pos; ++j) {
-      for (int c = 0; c < d; ++c) o[c] += scores[j] * vrow[j][c];
+      for (int c = 0; c < d; ++c) o[c] += scores[j] * ToF32(vrow[j][c]);
     }
     const float inv = 1.0f / sum;
     for (int c = 0; c < d; ++c) o[c] *= inv;
@@ -59,30 +86,84 @@ __attribute__((target("avx2,fma"))) inline __m256 Exp8(__m256 x) {
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
-__attribute__((target("avx2,fma"))) void AttendAvx2(int d, int q_len, int kv_len, const float* q,
-                                                    int64_t ldq, const float* const* krow,
-                                                    const float* const* vrow, float scale,
-                                                    float* scores, float* out, int64_t ldo) {
+// Keys and values are read this many rows ahead of their use: a cache streams one head's
+// rows of a block (16 x head_dim elements) and then jumps to the next block, which the
+// hardware prefetchers do not follow.
+constexpr int kPrefetchKeys = 32;
+
+template <typename T>
+inline void PrefetchRow(const T* row, int n) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int b = 0; b < n * static_cast<int>(sizeof(T)); b += 64) {
+    _mm_prefetch(p + b, _MM_HINT_T0);
+  }
+}
+
+// scores[j] = scale * q . k[j] for j in [0, n); returns their maximum. Four keys at a
+// time: four independent FMA chains, and one horizontal reduction for the four.
+template <typename T>
+__attribute__((target("avx2,fma,f16c"))) float ScoresAvx2(int d, int n, const float* qv,
+                                                          const T* const* krow, float scale,
+                                                          float* scores) {
+  const int d8 = d & ~7;
+  const __m128 vscale = _mm_set1_ps(scale);
+  __m128 vmax = _mm_set1_ps(-INFINITY);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const T *k0 = krow[j], *k1 = krow[j + 1], *k2 = krow[j + 2], *k3 = krow[j + 3];
+    if (j + kPrefetchKeys + 4 <= n) {
+      for (int u = 0; u < 4; ++u) PrefetchRow(krow[j + kPrefetchKeys + u], d);
+    }
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int c = 0; c < d8; c += 8) {
+      const __m256 qc = _mm256_loadu_ps(qv + c);
+      a0 = _mm256_fmadd_ps(qc, Load8(k0 + c), a0);
+      a1 = _mm256_fmadd_ps(qc, Load8(k1 + c), a1);
+      a2 = _mm256_fmadd_ps(qc, Load8(k2 + c), a2);
+      a3 = _mm256_fmadd_ps(qc, Load8(k3 + c), a3);
+    }
+    // [a0 a1 a2 a3] pairwise sums, then the two 128-bit halves: the four dot products.
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    __m128 dots = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    if (d8 < d) {
+      alignas(16) float tail[4] = {0, 0, 0, 0};
+      for (int c = d8; c < d; ++c) {
+        tail[0] += qv[c] * ToF32(k0[c]);
+        tail[1] += qv[c] * ToF32(k1[c]);
+        tail[2] += qv[c] * ToF32(k2[c]);
+        tail[3] += qv[c] * ToF32(k3[c]);
+      }
+      dots = _mm_add_ps(dots, _mm_load_ps(tail));
+    }
+    dots = _mm_mul_ps(dots, vscale);
+    _mm_storeu_ps(scores + j, dots);
+    vmax = _mm_max_ps(vmax, dots);
+  }
+  vmax = _mm_max_ps(vmax, _mm_movehl_ps(vmax, vmax));
+  vmax = _mm_max_ss(vmax, _mm_shuffle_ps(vmax, vmax, 1));
+  float max_score = _mm_cvtss_f32(vmax);
+  for (; j < n; ++j) {
+    const T* kv = krow[j];
+    __m256 a = _mm256_setzero_ps();
+    for (int c = 0; c < d8; c += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(qv + c), Load8(kv + c), a);
+    float dot = Sum8(a);
+    for (int c = d8; c < d; ++c) dot += qv[c] * ToF32(kv[c]);
+    scores[j] = dot * scale;
+    max_score = std::max(max_score, scores[j]);
+  }
+  return max_score;
+}
+
+template <typename T>
+__attribute__((target("avx2,fma,f16c"))) void AttendAvx2(int d, int q_len, int kv_len,
+                                                         const float* q, int64_t ldq,
+                                                         const T* const* krow, const T* const* vrow,
+                                                         float scale, float* scores, float* out,
+                                                         int64_t ldo) {
   const int d8 = d & ~7;
   for (int i = 0; i < q_len; ++i) {
     const int n = kv_len - q_len + i + 1;  // keys [0, n)
-    const float* qv = q + i * ldq;
-    // Scores; two accumulators over the columns give two independent FMA chains.
-    float max_score = -INFINITY;
-    for (int j = 0; j < n; ++j) {
-      const float* kv = krow[j];
-      __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
-      int c = 0;
-      for (; c + 16 <= d8; c += 16) {
-        a = _mm256_fmadd_ps(_mm256_loadu_ps(qv + c), _mm256_loadu_ps(kv + c), a);
-        b = _mm256_fmadd_ps(_mm256_loadu_ps(qv + c + 8), _mm256_loadu_ps(kv + c + 8), b);
-      }
-      if (c < d8) a = _mm256_fmadd_ps(_mm256_loadu_ps(qv + c), _mm256_loadu_ps(kv + c), a);
-      float dot = Sum8(_mm256_add_ps(a, b));
-      for (c = d8; c < d; ++c) dot += qv[c] * kv[c];
-      scores[j] = dot * scale;
-      max_score = std::max(max_score, scores[j]);
-    }
+    const float max_score = ScoresAvx2(d, n, q + i * ldq, krow, scale, scores);
     // Softmax numerators and their sum.
     const __m256 vmax = _mm256_set1_ps(max_score);
     __m256 vsum = _mm256_setzero_ps();
@@ -97,51 +178,112 @@ __attribute__((target("avx2,fma"))) void AttendAvx2(int d, int q_len, int kv_len
       scores[j] = std::exp(scores[j] - max_score);
       sum += scores[j];
     }
-    const float inv = 1.0f / sum;
-    // out = sum_j p_j v_j, 32 columns at a time with the accumulators in registers.
+    const __m256 vinv = _mm256_set1_ps(1.0f / sum);
+    // out = sum_j p_j v_j, 64 columns at a time with the accumulators in registers.
     float* o = out + i * ldo;
     int c = 0;
-    for (; c + 32 <= d8; c += 32) {
-      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (; c + 64 <= d8; c += 64) {
+      __m256 acc[8];
+      for (__m256& a : acc) a = _mm256_setzero_ps();
+      for (int jj = 0; jj < n; ++jj) {
+        if (jj + kPrefetchKeys < n) PrefetchRow(vrow[jj + kPrefetchKeys] + c, std::min(d - c, 64));
+        const __m256 p = _mm256_broadcast_ss(scores + jj);
+        const T* vv = vrow[jj] + c;
+        for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(p, Load8(vv + 8 * u), acc[u]);
+      }
+      for (int u = 0; u < 8; ++u) _mm256_storeu_ps(o + c + 8 * u, _mm256_mul_ps(acc[u], vinv));
+    }
+    for (; c + 16 <= d8; c += 16) {
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0;
       for (int jj = 0; jj < n; ++jj) {
         const __m256 p = _mm256_broadcast_ss(scores + jj);
-        const float* vv = vrow[jj] + c;
-        a0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vv), a0);
-        a1 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vv + 8), a1);
-        a2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vv + 16), a2);
-        a3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vv + 24), a3);
+        a0 = _mm256_fmadd_ps(p, Load8(vrow[jj] + c), a0);
+        a1 = _mm256_fmadd_ps(p, Load8(vrow[jj] + c + 8), a1);
       }
-      const __m256 vinv = _mm256_set1_ps(inv);
       _mm256_storeu_ps(o + c, _mm256_mul_ps(a0, vinv));
       _mm256_storeu_ps(o + c + 8, _mm256_mul_ps(a1, vinv));
-      _mm256_storeu_ps(o + c + 16, _mm256_mul_ps(a2, vinv));
-      _mm256_storeu_ps(o + c + 24, _mm256_mul_ps(a3, vinv));
     }
-    for (; c + 8 <= d8; c += 8) {
+    for (; c < d8; c += 8) {
       __m256 a0 = _mm256_setzero_ps();
       for (int jj = 0; jj < n; ++jj) {
-        a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(scores + jj), _mm256_loadu_ps(vrow[jj] + c), a0);
+        a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(scores + jj), Load8(vrow[jj] + c), a0);
       }
-      _mm256_storeu_ps(o + c, _mm256_mul_ps(a0, _mm256_set1_ps(inv)));
+      _mm256_storeu_ps(o + c, _mm256_mul_ps(a0, vinv));
     }
+    const float inv = 1.0f / sum;
     for (; c < d; ++c) {
       float acc = 0;
-      for (int jj = 0; jj < n; ++jj) acc += scores[jj] * vrow[jj][c];
+      for (int jj = 0; jj < n; ++jj) acc += scores[jj] * ToF32(vrow[jj][c]);
       o[c] = acc * inv;
     }
   }
 }
 
+__attribute__((target("avx2,fma,f16c"))) void StoreF16Avx2(const float* src, int n, Fp16* dst) {
+  const __m256 hi = _mm256_set1_ps(kF16Max), lo = _mm256_set1_ps(-kF16Max);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    // min/max return their second operand when either is NaN: NaN passes through.
+    const __m256 x = _mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_loadu_ps(src + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; ++i) FromF32(src[i], dst + i);
+}
+
+template <typename T>
+bool HasAvx2PathFor() {
+  return CpuHasAvx2Fma() && (!std::is_same_v<T, Fp16> || CpuHasF16c());
+}
+
 }  // namespace
 
+namespace internal {
+
+template <typename T>
+void AttendOneHeadPortable(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
+                           const T* const* krow, const T* const* vrow, float scale, float* scores,
+                           float* out, int64_t ldo) {
+  AttendScalar(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
+}
+
+template <typename T>
+void StoreKvRowPortable(const float* src, int n, T* dst) {
+  for (int i = 0; i < n; ++i) FromF32(src[i], dst + i);
+}
+
+}  // namespace internal
+
+template <typename T>
 void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
-                   const float* const* krow, const float* const* vrow, float scale, float* scores,
+                   const T* const* krow, const T* const* vrow, float scale, float* scores,
                    float* out, int64_t ldo) {
-  if (CpuHasAvx2Fma()) {
+  if (HasAvx2PathFor<T>()) {
     AttendAvx2(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
   } else {
     AttendScalar(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
   }
 }
+
+template <typename T>
+void StoreKvRow(const float* src, int n, T* dst) {
+  if constexpr (std::is_same_v<T, Fp16>) {
+    if (HasAvx2PathFor<Fp16>()) return StoreF16Avx2(src, n, dst);
+  }
+  internal::StoreKvRowPortable(src, n, dst);
+}
+
+#define ORCA_INSTANTIATE_KV(T)                                                              \
+  template void AttendOneHead<T>(int, int, int, const float*, int64_t, const T* const*,     \
+                                 const T* const*, float, float*, float*, int64_t);          \
+  template void StoreKvRow<T>(const float*, int, T*);                                       \
+  template void internal::AttendOneHeadPortable<T>(int, int, int, const float*, int64_t,    \
+                                                   const T* const*, const T* const*, float, \
+                                                   float*, float*, int64_t);                \
+  template void internal::StoreKvRowPortable<T>(const float*, int, T*);
+ORCA_INSTANTIATE_KV(float)
+ORCA_INSTANTIATE_KV(Fp16)
+ORCA_INSTANTIATE_KV(Bf16)
+#undef ORCA_INSTANTIATE_KV
 
 }  // namespace orca

@@ -1,20 +1,51 @@
-// The inner loop of the CPU backend's paged attention: one (sequence, head) pair.
-// AVX2+FMA when the CPU has them (dot products, a vectorized exp, and the weighted sum
-// of values with the accumulators in registers), a portable loop otherwise. The scalar
-// dot product cannot be vectorized by the compiler (it would reorder a float sum), and
-// left scalar it made attention the largest cost of a long prefill.
+// The inner loops of the CPU backend's paged KV cache: attention for one (sequence,
+// head) pair, and the conversion of new K/V rows into the cache's element type.
+// Cached keys and values may be float32, float16 or bfloat16 (KvCacheShape::dtype);
+// queries, scores, accumulators and outputs are float32.
+//
+// The path is chosen at run time: AVX2+FMA (+F16C for float16) when the CPU has them —
+// four keys' dot products at a time, a vectorized exp, the weighted sum of values with
+// up to 64 accumulator columns in registers, 16-bit rows widened in registers — and a
+// portable loop otherwise. (The scalar dot product cannot be vectorized by the compiler,
+// which would have to reorder a float sum; left scalar it made attention the largest
+// cost of a long prefill.)
 #pragma once
 
 #include <cstdint>
 
 namespace orca {
 
+// Element types of a 16-bit KV cache (bit patterns; the conversions are in dtype.h).
+struct Fp16 {
+  uint16_t bits;
+};
+struct Bf16 {
+  uint16_t bits;
+};
+
 // For query row i in [0, q_len), at position p = kv_len - q_len + i, writes
 //   out[i] = softmax_j(scale * q[i] . k[j]) weighted sum of v[j], j in [0, p]
 // (causal). q rows have stride ldq and out rows ldo; krow[j] and vrow[j] point to the
-// head_dim floats of cached key and value j. scores: scratch of at least kv_len floats.
+// head_dim elements of cached key and value j. scores: scratch of at least kv_len
+// floats. T is float, Fp16 or Bf16.
+template <typename T>
 void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
-                   const float* const* krow, const float* const* vrow, float scale, float* scores,
+                   const T* const* krow, const T* const* vrow, float scale, float* scores,
                    float* out, int64_t ldo);
+
+// Writes n floats to dst as T: round to nearest even, NaN kept, float16 saturating at
+// +-65504 (a key that large would otherwise become inf and every score NaN).
+template <typename T>
+void StoreKvRow(const float* src, int n, T* dst);
+
+namespace internal {
+// The portable paths, whatever the CPU has (for tests of the dispatched ones).
+template <typename T>
+void AttendOneHeadPortable(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
+                           const T* const* krow, const T* const* vrow, float scale, float* scores,
+                           float* out, int64_t ldo);
+template <typename T>
+void StoreKvRowPortable(const float* src, int n, T* dst);
+}  // namespace internal
 
 }  // namespace orca

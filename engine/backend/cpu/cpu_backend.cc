@@ -1,5 +1,6 @@
 // The CPU backend: OpenBLAS for GEMMs, a thread pool for attention and element-wise
-// work. Computes in float32 (weights are converted to F32 when loaded). It is also the
+// work. Computes in float32 (weights are converted to F32 when loaded); the KV cache
+// holds float32, float16 or bfloat16 (attention_kernel.h). It is also the
 // reference every CUDA kernel is checked against.
 #include <cblas.h>
 
@@ -59,6 +60,7 @@ class CpuBackend : public Backend {
 
   std::string name() const override { return "cpu"; }
   bool SupportsWeightDType(DType dtype) const override { return dtype == DType::kF32; }
+  bool SupportsKvCacheDType(DType) const override { return true; }
 
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override {
     auto buf = std::make_unique<HostBuffer>(bytes);
@@ -209,45 +211,29 @@ class CpuBackend : public Backend {
     });
   }
 
-  void KvWrite(const Tensor& k, const Tensor& v, const int32_t* slot_mapping, Tensor k_cache,
-               Tensor v_cache) override {
-    const int64_t w = k.cols;
-    for (int64_t t = 0; t < k.rows; ++t) {
-      std::memcpy(k_cache.f32() + int64_t{slot_mapping[t]} * w, k.f32() + t * k.ld(),
-                  w * sizeof(float));
-      std::memcpy(v_cache.f32() + int64_t{slot_mapping[t]} * w, v.f32() + t * v.ld(),
-                  w * sizeof(float));
+  void KvWrite(const Tensor& k, const Tensor& v, const int32_t* slot_mapping,
+               const KvCacheShape& shape, Tensor k_cache, Tensor v_cache) override {
+    switch (shape.dtype) {
+      case DType::kF32:
+        return KvWriteAs<float>(k, v, slot_mapping, shape, k_cache, v_cache);
+      case DType::kF16:
+        return KvWriteAs<Fp16>(k, v, slot_mapping, shape, k_cache, v_cache);
+      case DType::kBF16:
+        return KvWriteAs<Bf16>(k, v, slot_mapping, shape, k_cache, v_cache);
     }
   }
 
   void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                  const AttentionBatch& batch, const KvCacheShape& shape, int32_t num_heads,
                  float scale, Tensor out) override {
-    const int32_t d = shape.head_dim;
-    const int32_t group = num_heads / shape.num_kv_heads;
-    const int64_t kv_width = int64_t{shape.num_kv_heads} * d;
-    // Work estimate: every query row reads at most max_kv_len keys and values.
-    const int64_t work = q.rows * int64_t{num_heads} * batch.max_kv_len * d * 4;
-    ParallelFor(int64_t{batch.num_seqs} * num_heads, work, [&](int64_t task) {
-      const int32_t s = static_cast<int32_t>(task / num_heads);
-      const int32_t h = static_cast<int32_t>(task % num_heads);
-      const int32_t kvh = h / group;
-      const int32_t q_begin = batch.query_start[s];
-      const int32_t q_len = batch.query_start[s + 1] - q_begin;
-      const int32_t kv_len = batch.kv_len[s];
-      const int32_t* table = batch.block_tables + int64_t{s} * batch.max_blocks_per_seq;
-      std::vector<const float*> krow(kv_len), vrow(kv_len);
-      for (int32_t j = 0; j < kv_len; ++j) {
-        int64_t slot =
-            int64_t{table[j / shape.block_size]} * shape.block_size + j % shape.block_size;
-        krow[j] = k_cache.f32() + slot * kv_width + int64_t{kvh} * d;
-        vrow[j] = v_cache.f32() + slot * kv_width + int64_t{kvh} * d;
-      }
-      std::vector<float> scores(kv_len);
-      AttendOneHead(d, q_len, kv_len, q.f32() + int64_t{q_begin} * q.ld() + int64_t{h} * d, q.ld(),
-                    krow.data(), vrow.data(), scale, scores.data(),
-                    out.f32() + int64_t{q_begin} * out.cols + int64_t{h} * d, out.cols);
-    });
+    switch (shape.dtype) {
+      case DType::kF32:
+        return AttentionAs<float>(q, k_cache, v_cache, batch, shape, num_heads, scale, out);
+      case DType::kF16:
+        return AttentionAs<Fp16>(q, k_cache, v_cache, batch, shape, num_heads, scale, out);
+      case DType::kBF16:
+        return AttentionAs<Bf16>(q, k_cache, v_cache, batch, shape, num_heads, scale, out);
+    }
   }
 
   void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) override {
@@ -258,6 +244,71 @@ class CpuBackend : public Backend {
   }
 
  private:
+  template <typename T>
+  void KvWriteAs(const Tensor& k, const Tensor& v, const int32_t* slot_mapping,
+                 const KvCacheShape& shape, Tensor k_cache, Tensor v_cache) {
+    const int32_t d = shape.head_dim;
+    T* kc = static_cast<T*>(k_cache.data);
+    T* vc = static_cast<T*>(v_cache.data);
+    for (int64_t t = 0; t < k.rows; ++t) {
+      const float* kt = k.f32() + t * k.ld();
+      const float* vt = v.f32() + t * v.ld();
+      for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
+        const int64_t at = shape.Offset(slot_mapping[t], h);
+        StoreKvRow(kt + int64_t{h} * d, d, kc + at);
+        StoreKvRow(vt + int64_t{h} * d, d, vc + at);
+      }
+    }
+  }
+
+  // One task per (sequence, kv head) when there are enough of them to share the
+  // threads: the query heads of the kv head run one after another over the same keys
+  // and values, which stay in cache between them. Otherwise one task per query head.
+  template <typename T>
+  void AttentionAs(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                   const AttentionBatch& batch, const KvCacheShape& shape, int32_t num_heads,
+                   float scale, Tensor out) {
+    const int32_t d = shape.head_dim, kv_heads = shape.num_kv_heads;
+    const int32_t group = num_heads / kv_heads;
+    const int32_t heads_per_task =
+        int64_t{batch.num_seqs} * kv_heads >= 2 * int64_t{pool_.num_threads()} ? group : 1;
+    const int32_t tasks_per_seq = num_heads / heads_per_task;
+    const T* kc = static_cast<const T*>(k_cache.data);
+    const T* vc = static_cast<const T*>(v_cache.data);
+    // Work estimate: every query row reads at most max_kv_len keys and values.
+    const int64_t work = q.rows * int64_t{num_heads} * batch.max_kv_len * d * 4;
+    ParallelFor(int64_t{batch.num_seqs} * tasks_per_seq, work, [&](int64_t task) {
+      const int32_t s = static_cast<int32_t>(task / tasks_per_seq);
+      const int32_t first_head = static_cast<int32_t>(task % tasks_per_seq) * heads_per_task;
+      const int32_t kvh = first_head / group;
+      const int32_t q_begin = batch.query_start[s];
+      const int32_t q_len = batch.query_start[s + 1] - q_begin;
+      const int32_t kv_len = batch.kv_len[s];
+      const int32_t* table = batch.block_tables + int64_t{s} * batch.max_blocks_per_seq;
+      // Per-thread scratch, grown as needed and kept for later iterations.
+      thread_local std::vector<const void*> krow_buf, vrow_buf;
+      thread_local std::vector<float> scores;
+      if (krow_buf.size() < static_cast<size_t>(kv_len)) {
+        krow_buf.resize(kv_len);
+        vrow_buf.resize(kv_len);
+        scores.resize(kv_len);
+      }
+      const T** krow = reinterpret_cast<const T**>(krow_buf.data());
+      const T** vrow = reinterpret_cast<const T**>(vrow_buf.data());
+      for (int32_t j = 0; j < kv_len; ++j) {
+        const int64_t slot =
+            int64_t{table[j / shape.block_size]} * shape.block_size + j % shape.block_size;
+        krow[j] = kc + shape.Offset(slot, kvh);
+        vrow[j] = vc + shape.Offset(slot, kvh);
+      }
+      for (int32_t h = first_head; h < first_head + heads_per_task; ++h) {
+        AttendOneHead(d, q_len, kv_len, q.f32() + int64_t{q_begin} * q.ld() + int64_t{h} * d,
+                      q.ld(), krow, vrow, scale, scores.data(),
+                      out.f32() + int64_t{q_begin} * out.cols + int64_t{h} * d, out.cols);
+      }
+    });
+  }
+
   // Spreads fn over the pool only when the work (in rough flops) pays for the hand-off;
   // small iterations run on the calling thread.
   void ParallelFor(int64_t n, int64_t work, const std::function<void(int64_t)>& fn) {

@@ -1,7 +1,7 @@
 // What the CPU the process runs on supports, for kernels that pick an AVX2 path at run
 // time (the binaries are built for the baseline x86-64 so that they run anywhere), and
 // the AVX2 helpers those kernels share. Include only from files whose AVX2 functions
-// carry __attribute__((target("avx2,fma"))).
+// carry __attribute__((target("avx2,fma"))) (or a superset).
 #pragma once
 
 #include <immintrin.h>
@@ -10,6 +10,13 @@ namespace orca {
 
 inline bool CpuHasAvx2Fma() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+// F16C: the vcvtph2ps / vcvtps2ph conversions between float16 and float32 (every CPU
+// with AVX2 that we know of has it, but it is a separate CPUID bit).
+inline bool CpuHasF16c() {
+  static const bool has = __builtin_cpu_supports("f16c");
   return has;
 }
 

@@ -86,6 +86,8 @@ class CudaBackendImpl : public CudaBackend {
 
   std::string name() const override { return absl::StrCat("cuda:", memory_->device()); }
   bool SupportsWeightDType(DType) const override { return true; }
+  // The attention and KV-write kernels read and write float32 only (issue 14).
+  bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32; }
   cudaStream_t stream() const override { return memory_->stream(); }
   int device() const override { return memory_->device(); }
 
@@ -204,16 +206,19 @@ class CudaBackendImpl : public CudaBackend {
              "LaunchActivationInPlace");
   }
 
-  void KvWrite(const Tensor& k, const Tensor& v, const int32_t* slot_mapping, Tensor k_cache,
-               Tensor v_cache) override {
+  void KvWrite(const Tensor& k, const Tensor& v, const int32_t* slot_mapping,
+               const KvCacheShape& shape, Tensor k_cache, Tensor v_cache) override {
     if (!Expect(k.rows == v.rows && k.cols == v.cols && k_cache.cols == k.cols &&
                     v_cache.cols == k.cols && k_cache.rows == v_cache.rows &&
+                    k.cols == int64_t{shape.num_kv_heads} * shape.head_dim &&
+                    shape.dtype == DType::kF32 && k_cache.dtype == DType::kF32 &&
                     IsContiguous(k_cache) && IsContiguous(v_cache),
-                "KvWrite", "k/v rows must match the contiguous caches' width")) {
+                "KvWrite", "k/v rows must match the contiguous float32 caches' shape")) {
       return;
     }
-    Launched(kernels::LaunchKvWrite(k.f32(), k.ld(), v.f32(), v.ld(), k.rows, k.cols, slot_mapping,
-                                    k_cache.f32(), v_cache.f32(), k_cache.rows, BeginOp()),
+    Launched(kernels::LaunchKvWrite(k.f32(), k.ld(), v.f32(), v.ld(), k.rows, shape.num_kv_heads,
+                                    shape.head_dim, shape.block_size, slot_mapping, k_cache.f32(),
+                                    v_cache.f32(), k_cache.rows, BeginOp()),
              "LaunchKvWrite");
   }
 
@@ -322,8 +327,9 @@ void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Te
   const int64_t width = int64_t{num_heads} * shape.head_dim;
   if (!Expect(q.cols == width && out.cols == width && out.rows == q.rows &&
                   k_cache.cols == int64_t{shape.num_kv_heads} * shape.head_dim &&
-                  IsContiguous(k_cache) && IsContiguous(v_cache),
-              "Attention", "q/out must be [T, heads * head_dim] and the caches contiguous")) {
+                  shape.dtype == DType::kF32 && IsContiguous(k_cache) && IsContiguous(v_cache),
+              "Attention",
+              "q/out must be [T, heads * head_dim] and the caches contiguous float32")) {
     return;
   }
   if (batch.num_seqs == 0 || q.rows == 0) return;

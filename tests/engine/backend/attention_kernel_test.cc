@@ -1,31 +1,46 @@
 // AttendOneHead against a double-precision causal softmax attention: head sizes that are
 // and are not multiples of 8 and 32, decode (one query) and prefill chunks, short and
-// long histories, and scores spread far enough apart that most exponentials underflow.
+// long histories, and scores spread far enough apart that most exponentials underflow;
+// for float32, float16 and bfloat16 caches, on the dispatched path (AVX2 where the CPU
+// has it) and the portable one. The reference reads the same 16-bit values, widened
+// by dtype.h's scalar conversions; StoreKvRow is checked against those conversions.
 #include "engine/backend/cpu/attention_kernel.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
+
+#include "engine/common/dtype.h"
 
 namespace orca {
 namespace {
 
-TEST(AttentionKernelTest, MatchesADoubleReference) {
+float Widen(float x) { return x; }
+float Widen(Fp16 x) { return F16ToF32(x.bits); }
+float Widen(Bf16 x) { return Bf16ToF32(x.bits); }
+float Narrow(float x, float*) { return x; }
+Fp16 Narrow(float x, Fp16*) { return Fp16{F32ToF16(x)}; }
+Bf16 Narrow(float x, Bf16*) { return Bf16{F32ToBf16(x)}; }
+
+template <typename T>
+void CheckAgainstDoubleReference(bool portable) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
   for (int d : {8, 12, 64, 72, 128}) {
     for (int q_len : {1, 5, 40}) {
-      for (int kv_len : {q_len, q_len + 37, q_len + 300}) {
+      for (int kv_len : {q_len, q_len + 3, q_len + 37, q_len + 300}) {
         for (float scale : {0.125f, 30.0f}) {
           const int64_t ldq = d * 3 + 1, ldo = d + 4;
-          std::vector<float> q(q_len * ldq), cache(2 * kv_len * (d + 3));
+          std::vector<float> q(q_len * ldq);
+          std::vector<T> cache(2 * kv_len * (d + 3));
           for (float& v : q) v = u(rng);
-          for (float& v : cache) v = u(rng);
+          for (T& v : cache) v = Narrow(u(rng), static_cast<T*>(nullptr));
           // Keys and values scattered through one buffer, as blocks of the paged cache are.
-          std::vector<const float*> krow(kv_len), vrow(kv_len);
+          std::vector<const T*> krow(kv_len), vrow(kv_len);
           std::vector<int> order(2 * kv_len);
           for (int i = 0; i < 2 * kv_len; ++i) order[i] = i;
           std::shuffle(order.begin(), order.end(), rng);
@@ -34,26 +49,31 @@ TEST(AttentionKernelTest, MatchesADoubleReference) {
             vrow[j] = cache.data() + order[2 * j + 1] * (d + 3);
           }
           std::vector<float> scores(kv_len), out(q_len * ldo, 777.0f);
-          AttendOneHead(d, q_len, kv_len, q.data(), ldq, krow.data(), vrow.data(), scale,
-                        scores.data(), out.data(), ldo);
+          if (portable) {
+            internal::AttendOneHeadPortable(d, q_len, kv_len, q.data(), ldq, krow.data(),
+                                            vrow.data(), scale, scores.data(), out.data(), ldo);
+          } else {
+            AttendOneHead(d, q_len, kv_len, q.data(), ldq, krow.data(), vrow.data(), scale,
+                          scores.data(), out.data(), ldo);
+          }
           for (int i = 0; i < q_len; ++i) {
             const int n = kv_len - q_len + i + 1;
             std::vector<double> s(n);
             double mx = -1e300, sum = 0;
             for (int j = 0; j < n; ++j) {
               double dot = 0;
-              for (int c = 0; c < d; ++c) dot += double{q[i * ldq + c]} * krow[j][c];
+              for (int c = 0; c < d; ++c) dot += double{q[i * ldq + c]} * Widen(krow[j][c]);
               s[j] = dot * scale;
               mx = std::max(mx, s[j]);
             }
             for (int j = 0; j < n; ++j) sum += (s[j] = std::exp(s[j] - mx));
             for (int c = 0; c < d; ++c) {
               double ref = 0;
-              for (int j = 0; j < n; ++j) ref += s[j] / sum * vrow[j][c];
+              for (int j = 0; j < n; ++j) ref += s[j] / sum * Widen(vrow[j][c]);
               // Large scores carry float rounding of ~1e-7 x |score| into the weights.
               ASSERT_NEAR(out[i * ldo + c], ref, scale > 1 ? 2e-4 : 2e-5)
                   << "d=" << d << " q_len=" << q_len << " kv_len=" << kv_len << " scale=" << scale
-                  << " row " << i << " col " << c;
+                  << " row " << i << " col " << c << (portable ? " (portable)" : "");
             }
             for (int c = d; c < ldo; ++c) ASSERT_EQ(out[i * ldo + c], 777.0f) << "wrote past d";
           }
@@ -61,6 +81,87 @@ TEST(AttentionKernelTest, MatchesADoubleReference) {
       }
     }
   }
+}
+
+TEST(AttentionKernelTest, Float32MatchesADoubleReference) {
+  CheckAgainstDoubleReference<float>(false);
+  CheckAgainstDoubleReference<float>(true);
+}
+
+TEST(AttentionKernelTest, Float16MatchesADoubleReference) {
+  CheckAgainstDoubleReference<Fp16>(false);
+  CheckAgainstDoubleReference<Fp16>(true);
+}
+
+TEST(AttentionKernelTest, BFloat16MatchesADoubleReference) {
+  CheckAgainstDoubleReference<Bf16>(false);
+  CheckAgainstDoubleReference<Bf16>(true);
+}
+
+// Rows of every length 0..40 (the vector body and the scalar tail), values that round
+// both ways, ties, subnormals, out-of-range and special values.
+std::vector<float> Awkward() {
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.5f,
+                          1.0009765625f,   // 1 + 2^-10
+                          1.00048828125f,  // tie in F16
+                          3.1415927f,
+                          65504.0f,
+                          65519.0f,
+                          70000.0f,
+                          -1e30f,
+                          1e-8f,
+                          6e-8f,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()};
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0, 100);
+  while (v.size() < 40) v.push_back(g(rng));
+  return v;
+}
+
+template <typename T>
+void CheckStores(bool portable, uint16_t (*expect)(float)) {
+  const std::vector<float> src = Awkward();
+  for (int n = 0; n <= static_cast<int>(src.size()); ++n) {
+    std::vector<T> dst(n + 1, T{0x5555});
+    if (portable) {
+      internal::StoreKvRowPortable(src.data(), n, dst.data());
+    } else {
+      StoreKvRow(src.data(), n, dst.data());
+    }
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(dst[i].bits, expect(src[i]))
+          << "n=" << n << " element " << i << " = " << src[i] << (portable ? " (portable)" : "");
+    }
+    ASSERT_EQ(dst[n].bits, 0x5555) << "wrote past n";
+  }
+}
+
+TEST(AttentionKernelTest, Float16StoresRoundToNearestEvenAndSaturate) {
+  // The scalar conversion after clamping (std::clamp keeps NaN: F32ToF16 gives 0x7e00,
+  // as vcvtps2ph does for the positive quiet NaN).
+  auto expect = [](float x) { return F32ToF16(std::clamp(x, -65504.0f, 65504.0f)); };
+  CheckStores<Fp16>(false, expect);
+  CheckStores<Fp16>(true, expect);
+  // Hand-worked values: 65519 and 70000 saturate to 65504 (0x7bff), not inf; 1 + 2^-11
+  // ties to even (1.0, 0x3c00).
+  std::vector<float> src = {65519.0f, 70000.0f, -1e30f, 1.00048828125f};
+  std::vector<Fp16> dst(4);
+  StoreKvRow(src.data(), 4, dst.data());
+  EXPECT_EQ(dst[0].bits, 0x7bff);
+  EXPECT_EQ(dst[1].bits, 0x7bff);
+  EXPECT_EQ(dst[2].bits, 0xfbff);
+  EXPECT_EQ(dst[3].bits, 0x3c00);
+}
+
+TEST(AttentionKernelTest, BFloat16StoresRoundToNearestEven) {
+  auto expect = [](float x) { return F32ToBf16(x); };
+  CheckStores<Bf16>(false, expect);
+  CheckStores<Bf16>(true, expect);
 }
 
 }  // namespace

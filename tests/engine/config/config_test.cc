@@ -213,6 +213,21 @@ TEST(CommandLineTest, ErrorsNameTheFlag) {
               HasSubstr("--scheduler"));
 }
 
+TEST(CommandLineTest, KvCacheDTypeSpellingsAndTheCudaRefusal) {
+  auto c = ParseCommandLine(Role::kServe, {"--model", "/m", "--kv-cache-dtype", "bf16"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->kv_cache.dtype, WeightDType::kBFloat16);
+  c = ParseCommandLine(Role::kServe, {"--model", "/m", "--kv-cache-dtype", "fp8"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("--kv-cache-dtype"));
+  // CUDA's attention reads float32 only: a 16-bit cache there fails before anything loads.
+  c = ParseCommandLine(Role::kScheduler,
+                       {"--model", "/m", "--device", "cuda", "--kv-cache-dtype", "float16"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("float32"));
+  EXPECT_TRUE(ParseCommandLine(Role::kServe, {"--model", "/m", "--device", "cuda"}).ok());
+}
+
 EngineConfig NonDefault() {
   EngineConfig c;
   c.model.dir = "/models/x y";  // a space and a quote survive the writer
@@ -223,6 +238,8 @@ EngineConfig NonDefault() {
   c.device.threads = 3;
   c.kv_cache.block_size = 32;
   c.kv_cache.size_mib = 77;
+  c.kv_cache.dtype = WeightDType::kFloat32;
+  c.server.trace_file = "/tmp/trace \"x\".json";
   c.scheduler.policy = SchedulingPolicy::kRequestCompact;
   c.scheduler.prefix_caching = false;
   c.parallel.gpus_per_pod = 2;

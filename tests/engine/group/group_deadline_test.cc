@@ -26,6 +26,8 @@
 #include "absl/time/time.h"
 #include "engine/core/engine.h"
 #include "engine/group/group_executor.h"
+#include "engine/model/model_config.h"
+#include "engine/runner/model_runner.h"
 #include "orca/v1/control.grpc.pb.h"
 #include "tests/engine/group/group_test_util.h"
 #include "tests/testutil/testutil.h"
@@ -88,8 +90,10 @@ class Reported {
 // bounded by the call's 60 s deadline.
 class ControlRank {
  public:
-  ControlRank(int port, int32_t tp_rank)
-      : stub_(v1::ControlPlane::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+  ControlRank(int port, int32_t tp_rank, const std::string& model_dir)
+      : tp_rank_(tp_rank),
+        config_(*LoadModelConfig(model_dir)),
+        stub_(v1::ControlPlane::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
                                                             grpc::InsecureChannelCredentials()))) {
     ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     stream_ = stub_->Join(&ctx_);
@@ -113,6 +117,12 @@ class ControlRank {
     v1::SchedulerMessage m;
     if (!stream_->Read(&m) || !m.has_init()) return false;
     generation_ = m.init().generation();
+    // The cache a worker allocates for this init (the scheduler checks the size).
+    const absl::StatusOr<DType> kv_dtype = ParseDType(m.init().kv_cache_dtype());
+    if (!kv_dtype.ok()) return false;
+    kv_bytes_ = ModelRunner::KvBytesPerBlock(config_, ModelShard{1, 2, 0, tp_rank_},
+                                             m.init().block_size(), *kv_dtype) *
+                static_cast<uint64_t>(m.init().num_kv_blocks());
     if (!Beat()) return false;
     beats_ = std::thread([this] {
       absl::MutexLock lock(&mu_);
@@ -120,6 +130,7 @@ class ControlRank {
       while (!mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(100))) {
         v1::WorkerMessage beat;
         beat.mutable_ready()->set_generation(generation_);
+        beat.mutable_ready()->set_kv_cache_bytes(kv_bytes_);
         stream_->Write(beat);
       }
     });
@@ -143,6 +154,7 @@ class ControlRank {
   bool Beat() {
     v1::WorkerMessage m;
     m.mutable_ready()->set_generation(generation_);
+    m.mutable_ready()->set_kv_cache_bytes(kv_bytes_);
     absl::MutexLock lock(&mu_);
     return stream_->Write(m);
   }
@@ -159,10 +171,13 @@ class ControlRank {
   }
 
  private:
+  int32_t tp_rank_;
+  ModelConfig config_;
   std::unique_ptr<v1::ControlPlane::Stub> stub_;
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::SchedulerMessage>> stream_;
   uint64_t generation_ = 0;
+  uint64_t kv_bytes_ = 0;
   absl::Mutex mu_;  // one write at a time
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread beats_;
@@ -182,7 +197,7 @@ TEST(GroupDeadlineTest, SilentRankBreaksTheGroupWithAPlanDueAndNamesOnlyThatRank
   GroupExecutor& exec = **group;
   Reported reported;
   exec.SetUnresponsiveRankHandler(reported.Handler());
-  ControlRank sampling(exec.port(), 0), other(exec.port(), 1);
+  ControlRank sampling(exec.port(), 0, dir), other(exec.port(), 1, dir);
   ASSERT_TRUE(sampling.JoinGeneration());
   ASSERT_TRUE(other.JoinGeneration());
   ASSERT_TRUE(exec.WaitReady(absl::Seconds(10)));
@@ -237,7 +252,7 @@ TEST(GroupDeadlineTest, SilentRankOfAnIdleGroupBreaksItToo) {
   GroupExecutor& exec = **group;
   Reported reported;
   exec.SetUnresponsiveRankHandler(reported.Handler());
-  ControlRank sampling(exec.port(), 0), other(exec.port(), 1);
+  ControlRank sampling(exec.port(), 0, dir), other(exec.port(), 1, dir);
   ASSERT_TRUE(sampling.JoinGeneration());
   ASSERT_TRUE(other.JoinGeneration());
   ASSERT_TRUE(exec.WaitReady(absl::Seconds(10)));

@@ -6,6 +6,7 @@
 
 #include "engine/model/model_config.h"
 #include "engine/runner/kv_cache_sizing.h"
+#include "engine/runner/model_runner.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {
@@ -20,13 +21,38 @@ TEST(KvCacheSizingTest, BudgetOverTheLargestRanksBlock) {
   kv.size_mib = 1;
   const int64_t mib = 1 << 20;
   // One rank: 2 (K, V) x 5 layers x 16 tokens x 4 heads x 8 dims x 4 bytes.
-  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv), mib / (2 * 5 * 16 * 4 * 8 * 4));
+  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv, DType::kF32), mib / (2 * 5 * 16 * 4 * 8 * 4));
   // PP=2: stage 0 holds 3 layers, stage 1 two; every rank gets stage 0's count.
-  EXPECT_EQ(*KvCacheBlocks(*config, 2, 1, kv), mib / (2 * 3 * 16 * 4 * 8 * 4));
+  EXPECT_EQ(*KvCacheBlocks(*config, 2, 1, kv, DType::kF32), mib / (2 * 3 * 16 * 4 * 8 * 4));
   // TP=2: two KV heads per rank.
-  EXPECT_EQ(*KvCacheBlocks(*config, 1, 2, kv), mib / (2 * 5 * 16 * 2 * 8 * 4));
+  EXPECT_EQ(*KvCacheBlocks(*config, 1, 2, kv, DType::kF32), mib / (2 * 5 * 16 * 2 * 8 * 4));
   kv.num_blocks = 7;  // an explicit count wins
-  EXPECT_EQ(*KvCacheBlocks(*config, 2, 2, kv), 7);
+  EXPECT_EQ(*KvCacheBlocks(*config, 2, 2, kv, DType::kF32), 7);
+}
+
+TEST(KvCacheSizingTest, SixteenBitCachesHoldTwiceTheBlocks) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  auto config = LoadModelConfig(dir);
+  ASSERT_TRUE(config.ok()) << config.status();
+  KvCacheOptions kv;
+  kv.block_size = 16;
+  kv.size_mib = 1;
+  const int64_t mib = 1 << 20;
+  // 2 bytes an element instead of 4.
+  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv, DType::kF16), mib / (2 * 5 * 16 * 4 * 8 * 2));
+  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv, DType::kBF16), mib / (2 * 5 * 16 * 4 * 8 * 2));
+  EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{}, 16, DType::kBF16),
+            size_t{2 * 5 * 16 * 4 * 8 * 2});
+}
+
+TEST(KvCacheSizingTest, TheCacheDTypeResolvesPerDevice) {
+  EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kAuto, Device::kCpu), DType::kF16);
+  EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kAuto, Device::kCuda), DType::kF32);
+  EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kBFloat16, Device::kCpu), DType::kBF16);
+  EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kFloat32, Device::kCpu), DType::kF32);
+  auto cuda16 = ResolveKvCacheDType(WeightDType::kFloat16, Device::kCuda);
+  ASSERT_EQ(cuda16.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(cuda16.status().message().find("float32"), absl::string_view::npos);
 }
 
 TEST(KvCacheSizingTest, Errors) {
@@ -35,12 +61,15 @@ TEST(KvCacheSizingTest, Errors) {
   ASSERT_TRUE(config.ok());
   KvCacheOptions kv;
   kv.block_size = 0;
-  EXPECT_EQ(KvCacheBlocks(*config, 1, 1, kv).status().code(), absl::StatusCode::kInvalidArgument);
-  kv.block_size = 16;
-  EXPECT_EQ(KvCacheBlocks(*config, 1, 3, kv).status().code(),  // 4 KV heads over 3 ranks
+  EXPECT_EQ(KvCacheBlocks(*config, 1, 1, kv, DType::kF32).status().code(),
             absl::StatusCode::kInvalidArgument);
+  kv.block_size = 16;
+  EXPECT_EQ(
+      KvCacheBlocks(*config, 1, 3, kv, DType::kF32).status().code(),  // 4 KV heads over 3 ranks
+      absl::StatusCode::kInvalidArgument);
   kv.num_blocks = 5;  // the layout is checked even with an explicit count
-  EXPECT_EQ(KvCacheBlocks(*config, 6, 1, kv).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheBlocks(*config, 6, 1, kv, DType::kF32).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(KvCacheSizingTest, AutoMeansTheDefaultBudgetExceptForOneCudaProcess) {
@@ -50,7 +79,8 @@ TEST(KvCacheSizingTest, AutoMeansTheDefaultBudgetExceptForOneCudaProcess) {
   KvCacheOptions kv;
   kv.block_size = 16;
   kv.size_mib = 0;
-  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv), (1024 << 20) / (2 * 5 * 16 * 4 * 8 * 4));
+  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv, DType::kF32),
+            (1024 << 20) / (2 * 5 * 16 * 4 * 8 * 4));
   EXPECT_TRUE(KvCacheSizedByMemory(kv, Device::kCuda));
   EXPECT_FALSE(KvCacheSizedByMemory(kv, Device::kCpu));
   kv.size_mib = 64;

@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """Independent float64 PyTorch reference forward pass for orca's numerics tests.
 
-usage: reference_forward.py MODEL_DIR TOKENS_JSON OUT_FILE
+usage: reference_forward.py MODEL_DIR TOKENS_JSON OUT_FILE [KV_DTYPE]
 
 Reads a Hugging Face checkpoint (config.json + model.safetensors, parsed here with
 numpy, not with orca) and writes the logits of every position of the token list as
 little-endian float64 [T, vocab] to OUT_FILE. Implements LlamaForCausalLM (RMSNorm,
 rotate-half RoPE, GQA, SiLU-gated MLP, optional QKV bias) and GPT2LMHeadModel
 (learned positions, LayerNorm, Conv1D, tanh GELU) the way Hugging Face transformers
-defines them.
+defines them. KV_DTYPE (F16 or BF16) rounds every cached key and value to that type
+before attention uses it (round to nearest even, as torch converts), the way a 16-bit
+KV cache stores them; everything else stays float64.
 """
 import json
 import math
@@ -54,6 +56,19 @@ def rotate_half(x):
     return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
 
 
+KV_DTYPES = {"F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def kv_round(x, kv_dtype):
+    if kv_dtype is None:
+        return x
+    # float64 -> float32 first: the engine computes K and V in float32, then stores them.
+    y = x.to(torch.float32)
+    if kv_dtype == "F16":  # saturate at the largest half, as the engine does
+        y = y.clamp(-65504.0, 65504.0)
+    return y.to(KV_DTYPES[kv_dtype]).to(torch.float64)
+
+
 def causal_attention(q, k, v):
     # q: [H, T, D], k/v: [H, T, D]
     d = q.shape[-1]
@@ -64,7 +79,7 @@ def causal_attention(q, k, v):
     return torch.softmax(scores, dim=-1) @ v
 
 
-def llama_forward(cfg, w, ids):
+def llama_forward(cfg, w, ids, kv_dtype=None):
     h = cfg["hidden_size"]
     nh = cfg["num_attention_heads"]
     nkv = cfg.get("num_key_value_heads", nh)
@@ -93,7 +108,8 @@ def llama_forward(cfg, w, ids):
         k = k.view(t, nkv, d).transpose(0, 1)
         v = v.view(t, nkv, d).transpose(0, 1)
         q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        k = kv_round(k * cos + rotate_half(k) * sin, kv_dtype)
+        v = kv_round(v, kv_dtype)
         rep = nh // nkv
         k = k.repeat_interleave(rep, dim=0)
         v = v.repeat_interleave(rep, dim=0)
@@ -115,7 +131,7 @@ def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
 
 
-def gpt2_forward(cfg, w, ids):
+def gpt2_forward(cfg, w, ids, kv_dtype=None):
     h = cfg["n_embd"]
     nh = cfg["n_head"]
     d = h // nh
@@ -129,8 +145,8 @@ def gpt2_forward(cfg, w, ids):
         qkv = a @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
         q, k, v = qkv.split(h, dim=-1)
         q = q.view(t, nh, d).transpose(0, 1)
-        k = k.view(t, nh, d).transpose(0, 1)
-        v = v.view(t, nh, d).transpose(0, 1)
+        k = kv_round(k.view(t, nh, d).transpose(0, 1), kv_dtype)
+        v = kv_round(v.view(t, nh, d).transpose(0, 1), kv_dtype)
         o = causal_attention(q, k, v).transpose(0, 1).reshape(t, h)
         x = x + o @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
         m = F.layer_norm(x, (h,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
@@ -142,6 +158,9 @@ def gpt2_forward(cfg, w, ids):
 
 def main():
     model_dir, tokens_json, out_file = sys.argv[1:4]
+    kv_dtype = sys.argv[4] if len(sys.argv) > 4 else None
+    if kv_dtype is not None and kv_dtype not in KV_DTYPES:
+        sys.exit(f"KV_DTYPE must be one of {sorted(KV_DTYPES)}, got {kv_dtype!r}")
     with open(f"{model_dir}/config.json") as f:
         cfg = json.load(f)
     with open(tokens_json) as f:
@@ -150,9 +169,9 @@ def main():
     arch = cfg["architectures"][0]
     with torch.no_grad():
         if arch == "GPT2LMHeadModel":
-            logits = gpt2_forward(cfg, w, ids)
+            logits = gpt2_forward(cfg, w, ids, kv_dtype)
         else:
-            logits = llama_forward(cfg, w, ids)
+            logits = llama_forward(cfg, w, ids, kv_dtype)
     logits.numpy().astype("<f8").tofile(out_file)
 
 

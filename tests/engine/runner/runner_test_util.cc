@@ -13,13 +13,14 @@
 namespace orca::testing {
 
 LoadedModel LoadModel(const std::string& dir, int32_t num_blocks, int32_t block_size,
-                      int32_t sampler_threads) {
+                      int32_t sampler_threads, DType kv_cache_dtype) {
   LoadedModel m;
   m.backend = CreateCpuBackend(2);
   ModelRunnerOptions opts;
   opts.num_kv_blocks = num_blocks;
   opts.block_size = block_size;
   opts.sampler_threads = sampler_threads;
+  opts.kv_cache_dtype = kv_cache_dtype;
   auto runner = ModelRunner::Create(dir, m.backend.get(), opts);
   EXPECT_TRUE(runner.ok()) << runner.status();
   if (runner.ok()) m.runner = std::move(*runner);
@@ -96,15 +97,17 @@ std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>
 }
 
 std::vector<double> ReferenceLogits(const std::string& python, const std::string& model_dir,
-                                    const std::vector<int32_t>& tokens) {
+                                    const std::vector<int32_t>& tokens, DType kv_dtype) {
   TempDir tmp;
   {
     std::ofstream f(tmp.file("tokens.json"));
     f << "[" << absl::StrJoin(tokens, ",") << "]";
   }
   std::string script = SourceDir() + "/tests/engine/runner/reference_forward.py";
-  std::string cmd = absl::StrCat(python, " ", script, " '", model_dir, "' ",
-                                 tmp.file("tokens.json"), " ", tmp.file("logits.bin"), " 2>&1");
+  std::string cmd = absl::StrCat(
+      python, " ", script, " '", model_dir, "' ", tmp.file("tokens.json"), " ",
+      tmp.file("logits.bin"),
+      kv_dtype == DType::kF32 ? "" : absl::StrCat(" ", std::string(DTypeName(kv_dtype))), " 2>&1");
   std::string output;
   int rc = RunCommand(cmd, &output);
   EXPECT_EQ(rc, 0) << output;

@@ -20,7 +20,7 @@ struct LoadedModel {
 
 // Loads `dir` on a CPU backend with a small KV cache; aborts the test on failure.
 LoadedModel LoadModel(const std::string& dir, int32_t num_blocks = 256, int32_t block_size = 16,
-                      int32_t sampler_threads = 1);
+                      int32_t sampler_threads = 1, DType kv_cache_dtype = DType::kF32);
 
 // Returns the logits of every position of `tokens`, computed by prefill chunks of
 // `chunk` tokens (all rows returned). [tokens.size() * vocab].
@@ -37,9 +37,11 @@ ScheduledSequence NextChunk(uint64_t seq_id, const std::vector<int32_t>& tokens,
 std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>& prompt,
                                  int32_t n);
 
-// Runs the PyTorch float64 reference on `tokens`; returns [T * vocab] logits.
+// Runs the PyTorch float64 reference on `tokens`; returns [T * vocab] logits. With
+// `kv_dtype` F16 or BF16 the reference rounds cached keys and values to it.
 std::vector<double> ReferenceLogits(const std::string& python, const std::string& model_dir,
-                                    const std::vector<int32_t>& tokens);
+                                    const std::vector<int32_t>& tokens,
+                                    DType kv_dtype = DType::kF32);
 
 // Returns max_i |a_i - b_i| / max_i |b_i| over one row of `vocab` values.
 double RowRelativeError(const float* a, const double* b, int32_t vocab);

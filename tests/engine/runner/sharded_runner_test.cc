@@ -195,7 +195,8 @@ std::vector<RankRun> RunGroup(const std::string& dir, int32_t pipeline, int32_t 
       }
       run.kv_cache_bytes = (*runner)->kv_cache_bytes();
       run.kv_cache_bytes_expected =
-          ModelRunner::KvBytesPerBlock((*runner)->config(), run.shard, kBlockSize) * kNumBlocks;
+          ModelRunner::KvBytesPerBlock((*runner)->config(), run.shard, kBlockSize, DType::kF32) *
+          kNumBlocks;
       for (const IterationPlan& plan : trace.plans) {
         auto logits = (*runner)->Forward(plan, /*all_rows=*/true);
         if (!logits.ok()) {
@@ -384,12 +385,16 @@ TEST_F(ShardedRunnerTest, ShardsHoldTheirShareOfTheKvCache) {
   ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
   auto config = LoadModelConfig(dir);
   ASSERT_TRUE(config.ok()) << config.status();
-  const size_t full = ModelRunner::KvBytesPerBlock(*config, ModelShard{}, 16);
+  const size_t full = ModelRunner::KvBytesPerBlock(*config, ModelShard{}, 16, DType::kF32);
   EXPECT_EQ(full, size_t{2} * 5 * 16 * 4 * 8 * sizeof(float));
-  EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{1, 2, 0, 1}, 16), full / 2);
-  EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{1, 4, 0, 3}, 16), full / 4);
-  EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{2, 1, 0, 0}, 16), full / 5 * 3);
-  EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{2, 1, 1, 0}, 16), full / 5 * 2);
+  EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{1, 2, 0, 1}, 16, DType::kF32),
+            full / 2);
+  EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{1, 4, 0, 3}, 16, DType::kF32),
+            full / 4);
+  EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{2, 1, 0, 0}, 16, DType::kF32),
+            full / 5 * 3);
+  EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{2, 1, 1, 0}, 16, DType::kF32),
+            full / 5 * 2);
   // Stages of 5 layers: earlier stages take the extra ones, every layer exactly once.
   for (int32_t pipeline = 1; pipeline <= 5; ++pipeline) {
     int32_t next = 0;

@@ -280,8 +280,8 @@ class GatedEngineTest : public ::testing::Test {
     eo.device.threads = 1;
     eo.kv_cache.num_blocks = 64;
     eo.scheduler.max_batch_size = 1;  // one request runs, the others wait
-    auto local =
-        LocalExecutor::Create(LocalExecutorOptions{eo.model, eo.device, eo.kv_cache, eo.scheduler});
+    auto local = LocalExecutor::Create(
+        LocalExecutorOptions{eo.model, eo.device, eo.kv_cache, eo.scheduler, nullptr});
     ASSERT_TRUE(local.ok()) << local.status();
     auto gated = std::make_unique<GatedExecutor>(std::move(*local));
     gate_ = gated.get();
