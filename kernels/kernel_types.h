@@ -6,7 +6,8 @@
 
 namespace orca::kernels {
 
-// Element type of a weight or embedding table. Activations are always float32.
+// Element type of a weight, an embedding table or a KV cache. Activations are always
+// float32.
 enum class ScalarType : int32_t { kF32, kF16, kBF16 };
 
 // Element-wise activation functions (match orca::Activation of engine/backend).

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/internal/device_utils.cuh"
 #include "kernels/paged_attention.cuh"
@@ -163,25 +164,46 @@ __host__ __device__ inline ChunkLayout LayoutFor(int32_t num_pairs, int32_t d, b
 }
 
 // Copies keys [base, base + keys) of the chunk, the head_dim elements at `row_s[key]` of
-// `cache`, into `buf` (zeros past key_end, so no poison reaches an FMA).
-__device__ inline void LoadChunk(const float* __restrict__ cache, const long long* row_s,
+// `cache`, into `buf` as float (zeros past key_end, so no poison reaches an FMA). vec4:
+// float caches only.
+template <typename T>
+__device__ inline void LoadChunkOf(const T* __restrict__ cache, const long long* row_s,
+                                   int32_t base, int32_t keys, int32_t key_end, int32_t d,
+                                   bool vec4, int32_t stride, float* buf) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (vec4) {
+      const int32_t d4 = d >> 2;
+      for (int32_t idx = threadIdx.x; idx < keys * d4; idx += kThreads) {
+        const int32_t key = idx / d4, c = (idx - key * d4) * 4;
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (base + key < key_end) {
+          v = *reinterpret_cast<const float4*>(cache + row_s[key] + c);
+        }
+        *reinterpret_cast<float4*>(buf + key * stride + c) = v;
+      }
+      return;
+    }
+  }
+  for (int32_t idx = threadIdx.x; idx < keys * d; idx += kThreads) {
+    const int32_t key = idx / d, c = idx - key * d;
+    buf[key * stride + c] = base + key < key_end ? internal::ToFloat(cache[row_s[key] + c]) : 0.0f;
+  }
+}
+
+// LoadChunkOf for the cache's element type.
+__device__ inline void LoadChunk(const void* cache, ScalarType type, const long long* row_s,
                                  int32_t base, int32_t keys, int32_t key_end, int32_t d, bool vec4,
                                  int32_t stride, float* buf) {
-  if (vec4) {
-    const int32_t d4 = d >> 2;
-    for (int32_t idx = threadIdx.x; idx < keys * d4; idx += kThreads) {
-      const int32_t key = idx / d4, c = (idx - key * d4) * 4;
-      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (base + key < key_end) {
-        v = *reinterpret_cast<const float4*>(cache + row_s[key] + c);
-      }
-      *reinterpret_cast<float4*>(buf + key * stride + c) = v;
-    }
-  } else {
-    for (int32_t idx = threadIdx.x; idx < keys * d; idx += kThreads) {
-      const int32_t key = idx / d, c = idx - key * d;
-      buf[key * stride + c] = base + key < key_end ? cache[row_s[key] + c] : 0.0f;
-    }
+  switch (type) {
+    case ScalarType::kF16:
+      return LoadChunkOf(static_cast<const __half*>(cache), row_s, base, keys, key_end, d, false,
+                         stride, buf);
+    case ScalarType::kBF16:
+      return LoadChunkOf(static_cast<const __nv_bfloat16*>(cache), row_s, base, keys, key_end, d,
+                         false, stride, buf);
+    default:
+      return LoadChunkOf(static_cast<const float*>(cache), row_s, base, keys, key_end, d, vec4,
+                         stride, buf);
   }
 }
 
@@ -227,7 +249,8 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t heads = min(heads_per_block, group - head_off);
   const int32_t num_pairs = rows * heads;  // (row, head) pairs, 1 .. kWarps * kPpw
 
-  const bool vec4 = (d & 3) == 0 && (reinterpret_cast<uintptr_t>(p.k_cache) & 15) == 0 &&
+  const bool vec4 = p.kv_type == ScalarType::kF32 && (d & 3) == 0 &&
+                    (reinterpret_cast<uintptr_t>(p.k_cache) & 15) == 0 &&
                     (reinterpret_cast<uintptr_t>(p.v_cache) & 15) == 0;
   // smem_floats: what follows the per-warp probability rows.
   const ChunkLayout layout = LayoutFor(num_pairs, d, vec4, smem_floats);
@@ -301,9 +324,9 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();  // q_s and the first chunk's slots
   for (int32_t base = key_begin; base < key_end; base += chunk_keys) {
     // Every row of the buffers is written (zeros past key_end): P.V reads whole slices.
-    LoadChunk(p.k_cache, row_s, base, chunk_keys, key_end, d, vec4, stride, k_s);
+    LoadChunk(p.k_cache, p.kv_type, row_s, base, chunk_keys, key_end, d, vec4, stride, k_s);
     if (layout.together) {
-      LoadChunk(p.v_cache, row_s, base, chunk_keys, key_end, d, vec4, stride, v_s);
+      LoadChunk(p.v_cache, p.kv_type, row_s, base, chunk_keys, key_end, d, vec4, stride, v_s);
     }
     __syncthreads();  // the chunk is in shared memory; row_s is free again
 
@@ -357,7 +380,7 @@ __global__ void __launch_bounds__(kThreads)
 
     if (!layout.together) {
       __syncthreads();  // every warp has its scores: K's buffer may take V
-      LoadChunk(p.v_cache, row_s, base, chunk_keys, key_end, d, vec4, stride, v_s);
+      LoadChunk(p.v_cache, p.kv_type, row_s, base, chunk_keys, key_end, d, vec4, stride, v_s);
       __syncthreads();
     }
     // Both paths: every thread is past its last row_s read of this chunk.

@@ -31,16 +31,20 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kernel_types.h"
+
 namespace orca::kernels {
 
 struct PagedAttentionParams {
   const float* q = nullptr;  // [num_tokens, num_heads * head_dim], rows q_ld apart
   int64_t q_ld = 0;
   int64_t num_tokens = 0;
-  // Caches: num_blocks blocks of [num_kv_heads, block_size, head_dim] floats, contiguous
-  // (KvCacheShape's layout, engine/backend/backend.h).
-  const float* k_cache = nullptr;
-  const float* v_cache = nullptr;
+  // Caches: num_blocks blocks of [num_kv_heads, block_size, head_dim] elements of
+  // `kv_type`, contiguous (KvCacheShape's layout, engine/backend/backend.h); 16-bit
+  // elements are widened to float as they are copied into shared memory.
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;
+  ScalarType kv_type = ScalarType::kF32;
   const int32_t* query_start = nullptr;   // [num_seqs + 1]
   const int32_t* kv_len = nullptr;        // [num_seqs]
   const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]

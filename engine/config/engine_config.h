@@ -43,8 +43,9 @@ std::optional<KvPolicy> ParseKvPolicy(absl::string_view s);
 std::optional<SchedulingPolicy> ParseSchedulingPolicy(absl::string_view s);
 
 // The KV cache's element type on `device` for the requested `dtype`: `auto` is F16 on
-// the CPU (its attention reads 16-bit directly; half of F32's bytes) and F32 on CUDA.
-// InvalidArgument for a 16-bit cache on CUDA, whose attention reads only F32 so far.
+// the CPU (its attention reads 16-bit directly; half of F32's bytes) and F32 on CUDA
+// (whose 16-bit path has run on the CUDA twin only so far). Never fails today; a
+// StatusOr for the types a device may not take.
 absl::StatusOr<DType> ResolveKvCacheDType(WeightDType dtype, Device device);
 
 // Whether `p` is one of the request-level (static batching) baselines.

@@ -205,8 +205,9 @@ std::vector<Setting> BuildSettings() {
   s.push_back(Enum("kv_cache.dtype", "kv-cache-dtype", &C::kv_cache, &KvCacheOptions::dtype,
                    kDTypes, kServing | kGenerate,
                    "element type of the KV cache: auto is float16 on the CPU (half the bytes "
-                   "attention reads of float32) and float32 on CUDA, whose kernels read only "
-                   "float32 so far; fp32, fp16 and bf16 are accepted spellings"));
+                   "attention reads of float32) and float32 on CUDA (16-bit there is verified "
+                   "on the CUDA twin only so far); fp32, fp16 and bf16 are accepted "
+                   "spellings"));
   // scheduler
   s.push_back(Enum("scheduler.policy", "policy", &C::scheduler, &SchedulerOptions::policy,
                    kPolicies, kServing,
@@ -333,13 +334,9 @@ absl::StatusOr<DType> ResolveKvCacheDType(WeightDType dtype, Device device) {
     case WeightDType::kFloat32:
       return DType::kF32;
     case WeightDType::kFloat16:
+      return DType::kF16;
     case WeightDType::kBFloat16:
-      if (device == Device::kCuda) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "kv_cache.dtype ", WeightDTypeName(dtype),
-            ": the CUDA backend's attention reads a float32 KV cache only (use auto or float32)"));
-      }
-      return dtype == WeightDType::kFloat16 ? DType::kF16 : DType::kBF16;
+      return DType::kBF16;
   }
   return absl::InvalidArgumentError("unknown kv_cache.dtype");
 }

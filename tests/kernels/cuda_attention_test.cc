@@ -62,8 +62,10 @@ kernels::PagedAttentionSplit SplitFor(const AttentionCase& c, int num_sms) {
   return kernels::ChoosePagedAttentionSplit(p);
 }
 
-void RunCase(BackendPair& b, const AttentionCase& c, std::mt19937& rng) {
+void RunCase(BackendPair& b, const AttentionCase& c, std::mt19937& rng,
+             DType kv_dtype = DType::kF32) {
   SCOPED_TRACE(c.name);
+  SCOPED_TRACE(DTypeName(kv_dtype));
   const int32_t num_seqs = static_cast<int32_t>(c.seqs.size());
   int32_t max_blocks = 1, total_blocks = 0, tokens = 0, max_q = 0, max_kv = 0;
   for (const SeqShape& s : c.seqs) {
@@ -94,8 +96,8 @@ void RunCase(BackendPair& b, const AttentionCase& c, std::mt19937& rng) {
   const int64_t slots = int64_t{num_blocks} * c.block_size;
   const int64_t kv_width = int64_t{c.kv_heads} * c.head_dim,
                 q_width = int64_t{c.heads} * c.head_dim;
-  Mirrored k_cache = b.Upload(RandomFloats(rng, slots * kv_width), slots, kv_width);
-  Mirrored v_cache = b.Upload(RandomFloats(rng, slots * kv_width), slots, kv_width);
+  Mirrored k_cache = b.UploadCache(RandomFloats(rng, slots * kv_width), slots, kv_width, kv_dtype);
+  Mirrored v_cache = b.UploadCache(RandomFloats(rng, slots * kv_width), slots, kv_width, kv_dtype);
   const int64_t pad = 2 * kv_width;  // q is the first columns of a fused QKV row
   Mirrored qkv =
       b.Upload(RandomFloats(rng, tokens * (q_width + pad), -2.0f, 2.0f), tokens, q_width + pad);
@@ -103,7 +105,7 @@ void RunCase(BackendPair& b, const AttentionCase& c, std::mt19937& rng) {
       b.Upload(std::vector<float>(static_cast<size_t>(tokens * q_width)), tokens, q_width);
   b.Poison(out);
 
-  KvCacheShape shape{num_blocks, c.block_size, c.kv_heads, c.head_dim};
+  KvCacheShape shape{num_blocks, c.block_size, c.kv_heads, c.head_dim, kv_dtype};
   AttentionBatch cpu_batch{num_seqs, cpu_qs, cpu_kv, cpu_tab, max_blocks, max_q, max_kv};
   AttentionBatch gpu_batch{num_seqs, gpu_qs, gpu_kv, gpu_tab, max_blocks, max_q, max_kv};
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
@@ -135,6 +137,11 @@ TEST(CudaAttentionTest, MixedBatchesMatchCpu) {
       {"decode-only batch", 16, 2, 64, 16, {{1, 5}, {1, 64}, {1, 65}, {1, 129}, {1, 2}, {1, 700}}},
   };
   for (const AttentionCase& c : cases) RunCase(b, c, rng);
+  // 16-bit caches (both backends read the same rounded elements): the shapes that take
+  // the float4 path in float32, the scalar one, and split-KV.
+  for (DType kv : {DType::kF16, DType::kBF16}) {
+    for (size_t i : {size_t{0}, size_t{1}, size_t{4}, size_t{7}}) RunCase(b, cases[i], rng, kv);
+  }
 }
 
 TEST(CudaAttentionTest, LargeSeqCountsUseTheChunkedScan) {

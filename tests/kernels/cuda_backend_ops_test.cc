@@ -180,6 +180,8 @@ TEST(CudaBackendOpsTest, ActivationsMatchCpu) {
   }
 }
 
+// Both backends write the same bits, for every cache type: round to nearest even,
+// float16 saturating at +-65504 (values beyond it are planted), NaN kept.
 TEST(CudaBackendOpsTest, KvWriteThroughSlotMapping) {
   ORCA_SETUP_BACKENDS(b);
   std::mt19937 rng(7);
@@ -189,16 +191,24 @@ TEST(CudaBackendOpsTest, KvWriteThroughSlotMapping) {
   std::shuffle(all.begin(), all.end(), rng);
   std::vector<int32_t> mapping(all.begin(), all.begin() + t);
   auto [cpu_map, gpu_map] = b.UploadInts(mapping);
-  Mirrored qkv = b.Upload(RandomFloats(rng, t * qkv_width), t, qkv_width);
-  std::vector<float> cache_init = RandomFloats(rng, slots * width);
-  Mirrored kc = b.Upload(cache_init, slots, width), vc = b.Upload(cache_init, slots, width);
-  const KvCacheShape shape{64, 16, 4, 16, DType::kF32};  // slots = 64 blocks x 16
-  b.cpu().KvWrite(qkv.cpu.Cols(width, width), qkv.cpu.Cols(2 * width, width), cpu_map, shape,
-                  kc.cpu, vc.cpu);
-  b.gpu().KvWrite(qkv.gpu.Cols(width, width), qkv.gpu.Cols(2 * width, width), gpu_map, shape,
-                  kc.gpu, vc.gpu);
-  ORCA_EXPECT_CONSISTENT(Values(b, kc, true), Values(b, kc, false), 1e-7);
-  ORCA_EXPECT_CONSISTENT(Values(b, vc, true), Values(b, vc, false), 1e-7);
+  std::vector<float> qkv_values = RandomFloats(rng, t * qkv_width);
+  qkv_values[width + 3] = 1e6f;                   // a key beyond float16's range
+  qkv_values[qkv_width + 2 * width + 5] = -7e4f;  // a value beyond it
+  qkv_values[2 * qkv_width + width] = 65519.0f;   // rounds to inf in float16 without saturation
+  Mirrored qkv = b.Upload(qkv_values, t, qkv_width);
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    std::vector<float> cache_init = RandomFloats(rng, slots * width);
+    Mirrored kc = b.UploadCache(cache_init, slots, width, dtype);
+    Mirrored vc = b.UploadCache(cache_init, slots, width, dtype);
+    const KvCacheShape shape{64, 16, 4, 16, dtype};  // slots = 64 blocks x 16
+    b.cpu().KvWrite(qkv.cpu.Cols(width, width), qkv.cpu.Cols(2 * width, width), cpu_map, shape,
+                    kc.cpu, vc.cpu);
+    b.gpu().KvWrite(qkv.gpu.Cols(width, width), qkv.gpu.Cols(2 * width, width), gpu_map, shape,
+                    kc.gpu, vc.gpu);
+    EXPECT_EQ(b.RawBytes(kc, true), b.RawBytes(kc, false));
+    EXPECT_EQ(b.RawBytes(vc, true), b.RawBytes(vc, false));
+  }
 }
 
 TEST(CudaBackendOpsTest, GatherRowsMatchesCpu) {

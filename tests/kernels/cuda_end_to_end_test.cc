@@ -16,7 +16,7 @@ struct GpuModel {
   std::unique_ptr<ModelRunner> runner;
 };
 
-GpuModel LoadOnGpu(const std::string& dir) {
+GpuModel LoadOnGpu(const std::string& dir, DType kv_dtype = DType::kF32) {
   GpuModel m;
   auto backend = CreateCudaBackend();
   EXPECT_TRUE(backend.ok()) << backend.status();
@@ -25,6 +25,7 @@ GpuModel LoadOnGpu(const std::string& dir) {
   ModelRunnerOptions opts;
   opts.num_kv_blocks = 256;
   opts.block_size = 16;
+  opts.kv_cache_dtype = kv_dtype;
   auto runner = ModelRunner::Create(dir, m.backend.get(), opts);
   EXPECT_TRUE(runner.ok()) << runner.status();
   if (runner.ok()) m.runner = std::move(*runner);
@@ -47,6 +48,25 @@ TEST(CudaEndToEndTest, Stories260KGreedyTokensEqualCpu) {
   const std::vector<int32_t> want = testing::GreedyAlone(*cpu.runner, prompt, kSteps);
   const std::vector<int32_t> got = testing::GreedyAlone(*gpu.runner, prompt, kSteps);
   EXPECT_EQ(got, want);
+}
+
+// A 16-bit KV cache on both backends: the same rounded keys and values, the same tokens.
+TEST(CudaEndToEndTest, Stories260KGreedyTokensEqualCpuOverSixteenBitCaches) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_GPU();
+  auto tok = Tokenizer::FromDirectory(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::vector<int32_t> prompt = (*tok)->Encode("Once upon a time", true);
+  for (DType kv : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(kv));
+    auto cpu = testing::LoadModel(dir, 256, 16, 1, kv);
+    ASSERT_NE(cpu.runner, nullptr);
+    GpuModel gpu = LoadOnGpu(dir, kv);
+    ASSERT_NE(gpu.runner, nullptr);
+    constexpr int32_t kSteps = 200;
+    EXPECT_EQ(testing::GreedyAlone(*gpu.runner, prompt, kSteps),
+              testing::GreedyAlone(*cpu.runner, prompt, kSteps));
+  }
 }
 
 TEST(CudaEndToEndTest, Stories260KLogitsMatchCpuWithChunkedPrefill) {

@@ -78,6 +78,34 @@ Mirrored BackendPair::Upload(const std::vector<float>& values, int64_t rows, int
   return m;
 }
 
+Mirrored BackendPair::UploadCache(const std::vector<float>& values, int64_t rows, int64_t cols,
+                                  DType dtype) {
+  Mirrored m;
+  const size_t n = static_cast<size_t>(rows * cols), bytes = n * DTypeSize(dtype);
+  EXPECT_EQ(values.size(), n);
+  std::vector<uint8_t> raw(bytes);
+  ConvertFromF32(values.data(), n, dtype, raw.data());
+  auto c = cpu_->Allocate(bytes);
+  auto g = gpu_->Allocate(bytes);
+  EXPECT_TRUE(c.ok() && g.ok());
+  if (!c.ok() || !g.ok()) return m;
+  m.cpu_buf = std::move(*c);
+  m.gpu_buf = std::move(*g);
+  EXPECT_TRUE(cpu_->CopyToDevice(m.cpu_buf->data(), raw.data(), bytes).ok());
+  EXPECT_TRUE(gpu_->CopyToDevice(m.gpu_buf->data(), raw.data(), bytes).ok());
+  m.cpu = Tensor{m.cpu_buf->data(), dtype, rows, cols, 0};
+  m.gpu = Tensor{m.gpu_buf->data(), dtype, rows, cols, 0};
+  return m;
+}
+
+std::vector<uint8_t> BackendPair::RawBytes(const Mirrored& m, bool gpu) {
+  const Tensor& t = gpu ? m.gpu : m.cpu;
+  std::vector<uint8_t> v(t.nbytes());
+  absl::Status s = (gpu ? gpu_ : cpu_)->CopyToHost(v.data(), t.data, v.size());
+  EXPECT_TRUE(s.ok()) << s;
+  return v;
+}
+
 std::pair<const int32_t*, const int32_t*> BackendPair::UploadInts(
     const std::vector<int32_t>& values) {
   const size_t bytes = std::max<size_t>(values.size(), 1) * sizeof(int32_t);

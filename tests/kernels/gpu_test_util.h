@@ -46,6 +46,11 @@ class BackendPair {
   // both backends.
   Mirrored Upload(const std::vector<float>& values, int64_t rows, int64_t cols,
                   DType dtype = DType::kF32);
+  // Uploads `values` to both backends as a KV cache of `dtype` (both hold the same
+  // rounded elements; the tensors' dtype is `dtype`).
+  Mirrored UploadCache(const std::vector<float>& values, int64_t rows, int64_t cols, DType dtype);
+  // Returns the raw bytes of a contiguous mirrored tensor on the GPU or the CPU.
+  std::vector<uint8_t> RawBytes(const Mirrored& m, bool gpu);
   // Uploads int32 values to both backends; returns {cpu pointer, gpu pointer}.
   std::pair<const int32_t*, const int32_t*> UploadInts(const std::vector<int32_t>& values);
   // Fills the GPU copy of `t` (all rows * ld elements of its buffer) with NaN.

@@ -86,8 +86,7 @@ class CudaBackendImpl : public CudaBackend {
 
   std::string name() const override { return absl::StrCat("cuda:", memory_->device()); }
   bool SupportsWeightDType(DType) const override { return true; }
-  // The attention and KV-write kernels read and write float32 only (issue 14).
-  bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32; }
+  bool SupportsKvCacheDType(DType) const override { return true; }
   cudaStream_t stream() const override { return memory_->stream(); }
   int device() const override { return memory_->device(); }
 
@@ -211,14 +210,15 @@ class CudaBackendImpl : public CudaBackend {
     if (!Expect(k.rows == v.rows && k.cols == v.cols && k_cache.cols == k.cols &&
                     v_cache.cols == k.cols && k_cache.rows == v_cache.rows &&
                     k.cols == int64_t{shape.num_kv_heads} * shape.head_dim &&
-                    shape.dtype == DType::kF32 && k_cache.dtype == DType::kF32 &&
+                    k_cache.dtype == shape.dtype && v_cache.dtype == shape.dtype &&
                     IsContiguous(k_cache) && IsContiguous(v_cache),
-                "KvWrite", "k/v rows must match the contiguous float32 caches' shape")) {
+                "KvWrite", "k/v rows must match the contiguous caches' shape and dtype")) {
       return;
     }
     Launched(kernels::LaunchKvWrite(k.f32(), k.ld(), v.f32(), v.ld(), k.rows, shape.num_kv_heads,
-                                    shape.head_dim, shape.block_size, slot_mapping, k_cache.f32(),
-                                    v_cache.f32(), k_cache.rows, BeginOp()),
+                                    shape.head_dim, shape.block_size, slot_mapping,
+                                    ToScalarType(shape.dtype), k_cache.data, v_cache.data,
+                                    k_cache.rows, BeginOp()),
              "LaunchKvWrite");
   }
 
@@ -327,9 +327,10 @@ void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Te
   const int64_t width = int64_t{num_heads} * shape.head_dim;
   if (!Expect(q.cols == width && out.cols == width && out.rows == q.rows &&
                   k_cache.cols == int64_t{shape.num_kv_heads} * shape.head_dim &&
-                  shape.dtype == DType::kF32 && IsContiguous(k_cache) && IsContiguous(v_cache),
+                  k_cache.dtype == shape.dtype && v_cache.dtype == shape.dtype &&
+                  IsContiguous(k_cache) && IsContiguous(v_cache),
               "Attention",
-              "q/out must be [T, heads * head_dim] and the caches contiguous float32")) {
+              "q/out must be [T, heads * head_dim] and the caches contiguous, of shape.dtype")) {
     return;
   }
   if (batch.num_seqs == 0 || q.rows == 0) return;
@@ -359,8 +360,9 @@ void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Te
   p.q = q.f32();
   p.q_ld = q.ld();
   p.num_tokens = q.rows;
-  p.k_cache = k_cache.f32();
-  p.v_cache = v_cache.f32();
+  p.k_cache = k_cache.data;
+  p.v_cache = v_cache.data;
+  p.kv_type = ToScalarType(shape.dtype);
   p.query_start = batch.query_start;
   p.kv_len = batch.kv_len;
   p.block_tables = batch.block_tables;

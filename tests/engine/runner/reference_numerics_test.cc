@@ -32,33 +32,36 @@ std::string ReadText(const std::string& path) {
   return ss.str();
 }
 
+// Over each KV cache type: llama2.c's text is reproduced with 16-bit caches too.
 TEST(StoriesTest, GreedyContinuationMatchesLlama2c) {
   ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
   auto tok = Tokenizer::FromDirectory(dir);
   ASSERT_TRUE(tok.ok()) << tok.status();
   std::vector<int32_t> prompt = (*tok)->Encode("Once upon a time", true);
   ASSERT_EQ(prompt, (std::vector<int32_t>{1, 403, 407, 261, 378}));
-  auto m = LoadModel(dir);
-  ASSERT_NE(m.runner, nullptr);
-  std::vector<int32_t> out = GreedyAlone(*m.runner, prompt, 256);
-  ASSERT_EQ(out.size(), 256u);
-  EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 10),
-            (std::vector<int32_t>{432, 383, 286, 261, 376, 298, 315, 421, 395, 317}));
-
   // The reference text is the decode of prompt + continuation; find how many generated
   // tokens it covers and require every one of them to match.
   std::string expected(
       absl::StripTrailingAsciiWhitespace(ReadText(dir + "/greedy_once_upon_a_time_256.txt")));
-  std::vector<int32_t> all = prompt;
-  size_t covered = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    all.push_back(out[i]);
-    std::string text = (*tok)->Decode(all, /*skip_special_tokens=*/true);
-    if (text.size() > expected.size()) break;
-    ASSERT_EQ(text, expected.substr(0, text.size())) << "diverged at generated token " << i;
-    if (text == expected) covered = i + 1;
+  for (DType kv : {DType::kF32, DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(kv));
+    auto m = LoadModel(dir, 256, 16, 1, kv);
+    ASSERT_NE(m.runner, nullptr);
+    std::vector<int32_t> out = GreedyAlone(*m.runner, prompt, 256);
+    ASSERT_EQ(out.size(), 256u);
+    EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 10),
+              (std::vector<int32_t>{432, 383, 286, 261, 376, 298, 315, 421, 395, 317}));
+    std::vector<int32_t> all = prompt;
+    size_t covered = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      all.push_back(out[i]);
+      std::string text = (*tok)->Decode(all, /*skip_special_tokens=*/true);
+      if (text.size() > expected.size()) break;
+      ASSERT_EQ(text, expected.substr(0, text.size())) << "diverged at generated token " << i;
+      if (text == expected) covered = i + 1;
+    }
+    EXPECT_GE(covered, 200u) << "the reference text covers only " << covered << " tokens";
   }
-  EXPECT_GE(covered, 200u) << "the reference text covers only " << covered << " tokens";
 }
 
 TEST(StoriesTest, LogitsMatchPyTorchAtEveryPosition) {
