@@ -39,12 +39,27 @@ std::vector<std::string> Sections() {
 }
 
 std::string YamlScalar(const Setting& s, const std::string& value) {
-  if (s.type == SettingType::kString) {
-    // A YAML string. Bytes that are not UTF-8 (a flag can carry them) become U+FFFD
-    // rather than an exception.
-    return nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.type != SettingType::kString) return value;
+  // A YAML double-quoted string. Bytes that are not UTF-8 (a flag can carry them) become
+  // U+FFFD rather than an exception; JSON escapes the C0 controls, and what JSON leaves
+  // raw but YAML may not hold (DEL, the C1 controls, NEL included, which a YAML reader
+  // would fold as a line break, U+FFFE, U+FFFF) is escaped here (found by
+  // tests/fuzz/engine_yaml_fuzzer: a model.dir holding U+0080 did not read back).
+  const std::string json =
+      nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string_view text(json);
+  std::string out;
+  char32_t cp = 0;
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = DecodeUtf8At(text, i, &cp);  // json's output is well-formed
+    if (cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0xFFFE || cp == 0xFFFF) {
+      absl::StrAppend(&out, "\\u", absl::Hex(static_cast<uint32_t>(cp), absl::kZeroPad4));
+    } else {
+      out.append(text.substr(i, length));
+    }
+    i += length > 0 ? length : 1;
   }
-  return value;
+  return out;
 }
 
 // Fails when `text` is not what YAML allows: UTF-8 without control characters. yaml-cpp

@@ -140,6 +140,23 @@ TEST(EngineYamlTest, RefusesTextThatIsNotPrintableUtf8) {
   EXPECT_EQ(*yaml, "model:\n  name: \"a\xEF\xBF\xBD\"\n");
 }
 
+// Characters JSON leaves raw but YAML may not hold (found by
+// tests/fuzz/engine_yaml_fuzzer: a model.dir with U+0080, written raw, did not read back)
+// are written as escapes and read back as they were: DEL, C1 controls, NEL, U+FFFE/F.
+TEST(EngineYamlTest, WritesWhatYamlMayNotHoldAsEscapes) {
+  EngineConfig c = DefaultConfig(Role::kScheduler);
+  c.model.dir =
+      "a\x7F b\xC2\x80 c\xC2\x85 d\xC2\x9F e\xEF\xBF\xBE f\xEF\xBF\xBF g\xC2\xA0 \xE2\x9C\x93";
+  auto yaml = ToEngineYaml(c, {"model.dir"});
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  EXPECT_EQ(*yaml,
+            "model:\n  dir: \"a\\u007f b\\u0080 c\\u0085 d\\u009f e\\ufffe f\\uffff g\xC2\xA0 "
+            "\xE2\x9C\x93\"\n");
+  EngineConfig back = DefaultConfig(Role::kScheduler);
+  ASSERT_TRUE(ApplyEngineYaml(*yaml, "engine.yaml", back).ok());
+  EXPECT_EQ(back.model.dir, c.model.dir);
+}
+
 // Verdicts from Python's UTF-8 decoder (bytes.decode('utf-8'), UnicodeDecodeError.start).
 TEST(Utf8Test, FindsTheFirstIllFormedSequence) {
   const size_t kValid = std::string_view::npos;
