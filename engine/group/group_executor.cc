@@ -221,6 +221,9 @@ void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) 
     case v1::WorkerMessage::kReady: {
       if (m.ready().generation() != generation_) return;
       if (s.ready) return;  // again: a heartbeat
+      // A heartbeat before the rank's real ready (it beats while it loads its shard) has
+      // no cache to report: the rank is not ready yet.
+      if (m.ready().kv_cache_bytes() == 0) return;
       // A rank whose cache differs from the one this scheduler sized (a worker of
       // another release that ignores kv_cache_dtype, say) would compute from it anyway.
       const ModelShard shard{pipeline(), tensor(), s.rank / tensor(), s.rank % tensor()};
