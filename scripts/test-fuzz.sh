@@ -100,6 +100,9 @@ report_target() {
     "$t" "${per_sec:-?}" "${execs:-?}" "$start_files" "$start_bytes" "$end_files" "$end_bytes" \
     "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
   if [ "$rc" != 0 ] && [ "$detail" != brief ]; then
+    # What the target itself printed just before it died (a trap says nothing else).
+    awk '/^(#[0-9]|\tNEW_FUNC|INFO:|MERGE|Loaded|Running:|Executed)/ {next}
+         /ERROR: / {exit} {print}' "$dir/log" | tail -20 | sed 's/^/[fuzz]   | /'
     grep -E 'ERROR: |SUMMARY: |runtime error|Test unit written|==[0-9]+==' "$dir/log" | head -12 |
       sed 's/^/[fuzz]   /'
     local artifact
@@ -107,6 +110,11 @@ report_target() {
       [ -e "$artifact" ] || continue
       echo "[fuzz]   reproducer: $artifact"
       echo "[fuzz]   rerun:      $build/tests/fuzz/${t}_fuzzer ${fuzz_flags[*]} $artifact"
+      # The CI machine's files are gone once it stops: its log carries small reproducers.
+      if [ "$(stat -c %s "$artifact")" -le 8192 ]; then
+        echo "[fuzz]   bytes (base64 -d to rebuild):"
+        base64 -w 100 "$artifact" | sed 's/^/[fuzz]     /'
+      fi
     done
     echo "[fuzz]   log:        $dir/log"
   fi

@@ -115,8 +115,9 @@ json NodeToJson(const YAML::Node& node) {
 bool NeedsQuotes(const std::string& s) {
   if (s.empty()) return true;
   if (!IsPlainSafe(s)) return true;
+  // "..." at the start of a line ends a document (a top-level key or scalar starts one).
   if (s.back() == ' ' || s.back() == ':' || s.find(": ") != std::string::npos ||
-      s.find(" #") != std::string::npos) {
+      s.find(" #") != std::string::npos || s.rfind("...", 0) == 0) {
     return true;
   }
   json typed = ScalarToJson(YAML::Node(s));

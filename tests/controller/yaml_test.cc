@@ -156,5 +156,17 @@ TEST(YamlTest, ControlCharactersAreEscapedWhenWritten) {
   EXPECT_EQ((*back)[0], v) << text;
 }
 
+// A plain "..." at the start of a line ends a document: a top-level key or document that
+// starts with it was written plain and read back as something else (found by
+// tests/fuzz/manifest_yaml_fuzzer in CI).
+TEST(YamlTest, DocumentEndMarkersAreQuotedWhenWritten) {
+  const std::vector<json> docs = {json{{"... ingress", json{{"className", "nginx"}}}}, "...",
+                                  "... x", json{{"a", "...b"}}};
+  const std::string text = ToYamlDocuments(docs);
+  auto back = ParseYamlDocuments(text, "roundtrip");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << text;
+  EXPECT_EQ(*back, docs) << text;
+}
+
 }  // namespace
 }  // namespace orca::controller
