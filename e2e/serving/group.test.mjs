@@ -30,13 +30,24 @@ async function greedy(baseURL, prompt, maxTokens = 24) {
   return r.choices[0].text;
 }
 
+// The prompt's and the continuation's logprobs (echo + logprobs): the sampling rank
+// scores the prompt, and the scores come back over the control plane.
+async function echoLogprobs(baseURL, prompt) {
+  const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused' });
+  const r = await client.completions.create({ model: 'stories260K', prompt, max_tokens: 4, temperature: 0,
+                                              echo: true, logprobs: 2 });
+  return r.choices[0].logprobs;
+}
+
 let reference;  // single-process answers, the ground truth for every group
+let referenceEcho;
 before(async () => {
   if (missingPrerequisite()) return;
   const single = await startServer();
   try {
     reference = [];
     for (const p of prompts) reference.push(await greedy(single.baseURL, p));
+    referenceEcho = await echoLogprobs(single.baseURL, prompts[2]);
   } finally {
     assert.equal(await single.stop(), 0);
   }
@@ -91,6 +102,16 @@ test('a local 2x2 group answers as a single process', async (t) => {
                                                      temperature: 0, stream: true });
     for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
     assert.equal(text, reference[0]);
+    // Prompt logprobs: the same tokens, and logprobs equal up to the order of the
+    // tensor-parallel sums.
+    const echo = await echoLogprobs(group.baseURL, prompts[2]);
+    assert.deepEqual(echo.tokens, referenceEcho.tokens);
+    assert.equal(echo.token_logprobs[0], null);
+    for (let i = 1; i < echo.tokens.length; i++) {
+      assert.ok(Math.abs(echo.token_logprobs[i] - referenceEcho.token_logprobs[i]) < 1e-3,
+                `token ${i}: ${echo.token_logprobs[i]} vs ${referenceEcho.token_logprobs[i]}`);
+      assert.deepEqual(Object.keys(echo.top_logprobs[i]).sort(), Object.keys(referenceEcho.top_logprobs[i]).sort());
+    }
     assert.equal((await fetch(`${group.baseURL}/ready`)).status, 200);
     const metrics = await (await fetch(`${group.baseURL}/metrics`)).text();
     assert.equal(metricValue(metrics, 'orca_group_ready'), 1);

@@ -60,6 +60,7 @@ FinishReason OutputProcessor::Apply(const RequestUpdate& u, double now) {
   if (it == live_.end()) return FinishReason::kNone;
   Live& live = *it->second;
   StreamEvent ev;
+  ev.prompt_logprobs = u.prompt_logprobs;
   FinishReason reason = u.finish_reason;
   FinishReason decided = FinishReason::kNone;
   for (size_t i = 0; i < u.new_tokens.size(); ++i) {
@@ -90,7 +91,7 @@ FinishReason OutputProcessor::Apply(const RequestUpdate& u, double now) {
       observer_->OnToken(now - live.last_token);
     }
   }
-  live.last_token = now;
+  if (!ev.token_ids.empty()) live.last_token = now;
   ev.prompt_tokens = live.prompt_tokens;
   ev.completion_tokens = live.completion_tokens;
   ev.cached_prompt_tokens = live.cached_prompt_tokens;

@@ -20,7 +20,10 @@ namespace orca {
 struct StreamEvent {
   std::vector<int32_t> token_ids;     // new tokens (stop tokens included)
   std::vector<SampledToken> samples;  // aligned with token_ids (for logprobs)
-  std::string text;                   // new text safe to show
+  // The prompt's next scored tokens (prompt logprobs), continuing the previous events'
+  // from position 1; all of them come before (or with) the first token.
+  std::vector<PromptLogprob> prompt_logprobs;
+  std::string text;  // new text safe to show
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   // Why the request failed (finish_reason kError or kAbort on shutdown): Unavailable is

@@ -27,6 +27,7 @@ void SamplingToProto(const SamplingParams& p, v1::Sampling* m) {
   }
   m->set_seed(p.seed);
   m->set_logprobs(p.logprobs);
+  m->set_prompt_logprobs(p.prompt_logprobs);
 }
 
 SamplingParams SamplingFromProto(const v1::Sampling& m) {
@@ -43,7 +44,24 @@ SamplingParams SamplingFromProto(const v1::Sampling& m) {
     p.logit_bias.emplace_back(m.logit_bias_ids(i), m.logit_bias_values(i));
   p.seed = m.seed();
   p.logprobs = m.logprobs();
+  p.prompt_logprobs = m.prompt_logprobs();
   return p;
+}
+
+void TopToProto(const std::vector<std::pair<int32_t, float>>& top,
+                google::protobuf::RepeatedPtrField<v1::TopLogprobEntry>* out) {
+  for (const auto& [id, lp] : top) {
+    v1::TopLogprobEntry* e = out->Add();
+    e->set_token_id(id);
+    e->set_logprob(lp);
+  }
+}
+
+std::vector<std::pair<int32_t, float>> TopFromProto(
+    const google::protobuf::RepeatedPtrField<v1::TopLogprobEntry>& entries) {
+  std::vector<std::pair<int32_t, float>> top;
+  for (const v1::TopLogprobEntry& e : entries) top.emplace_back(e.token_id(), e.logprob());
+  return top;
 }
 
 // The fields that travel whole in both forms.
@@ -55,6 +73,9 @@ void CommonToProto(const ScheduledSequence& s, v1::ScheduledSequence* q) {
   q->set_output_index(s.output_index);
   q->set_penalty_prompt_len(s.penalty_prompt_len);
   q->mutable_banned_token_ids()->Add(s.banned_token_ids.begin(), s.banned_token_ids.end());
+  q->set_prompt_logprobs_from(s.prompt_logprobs_from);
+  q->mutable_prompt_logprob_targets()->Add(s.prompt_logprob_targets.begin(),
+                                           s.prompt_logprob_targets.end());
 }
 
 ScheduledSequence CommonFromProto(const v1::ScheduledSequence& q) {
@@ -66,6 +87,8 @@ ScheduledSequence CommonFromProto(const v1::ScheduledSequence& q) {
   s.output_index = q.output_index();
   s.penalty_prompt_len = q.penalty_prompt_len();
   s.banned_token_ids = ToVector(q.banned_token_ids());
+  s.prompt_logprobs_from = q.prompt_logprobs_from();
+  s.prompt_logprob_targets = ToVector(q.prompt_logprob_targets());
   return s;
 }
 
@@ -184,10 +207,18 @@ void ToProto(const IterationResult& result, v1::IterationDone* out) {
     q->set_seq_id(t.seq_id);
     q->set_token_id(t.token_id);
     q->set_logprob(t.logprob);
-    for (const auto& [id, lp] : t.top_logprobs) {
-      v1::TopLogprobEntry* e = q->add_top_logprobs();
-      e->set_token_id(id);
-      e->set_logprob(lp);
+    TopToProto(t.top_logprobs, q->mutable_top_logprobs());
+  }
+  for (const SequencePromptLogprobs& p : result.prompt_logprobs) {
+    v1::PromptLogprobs* q = out->add_prompt_logprobs();
+    q->set_seq_id(p.seq_id);
+    q->set_first_position(p.first_position);
+    for (const PromptLogprob& e : p.entries) {
+      v1::PromptTokenLogprob* m = q->add_entries();
+      m->set_token_id(e.token_id);
+      m->set_logprob(e.logprob);
+      m->set_rank(e.rank);
+      TopToProto(e.top_logprobs, m->mutable_top_logprobs());
     }
   }
   for (const TraceSpan& span : result.spans) {
@@ -206,10 +237,18 @@ IterationResult FromProto(const v1::IterationDone& done) {
     t.seq_id = q.seq_id();
     t.token_id = q.token_id();
     t.logprob = q.logprob();
-    for (const v1::TopLogprobEntry& e : q.top_logprobs()) {
-      t.top_logprobs.emplace_back(e.token_id(), e.logprob());
-    }
+    t.top_logprobs = TopFromProto(q.top_logprobs());
     out.tokens.push_back(std::move(t));
+  }
+  for (const v1::PromptLogprobs& q : done.prompt_logprobs()) {
+    SequencePromptLogprobs p;
+    p.seq_id = q.seq_id();
+    p.first_position = q.first_position();
+    for (const v1::PromptTokenLogprob& m : q.entries()) {
+      p.entries.push_back(
+          PromptLogprob{m.token_id(), m.logprob(), m.rank(), TopFromProto(m.top_logprobs())});
+    }
+    out.prompt_logprobs.push_back(std::move(p));
   }
   for (const v1::TraceSpan& q : done.spans()) {
     out.spans.push_back(TraceSpan{q.name(), q.start_us(), q.dur_us()});

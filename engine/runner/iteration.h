@@ -22,6 +22,10 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI logit_bias, added first
   uint64_t seed = 0;      // every request has one (drawn when not given)
   int32_t logprobs = -1;  // -1: none; 0: the chosen token's; N: also the top N
+  // Prompt logprobs (OpenAI `echo` with `logprobs`, vLLM's `prompt_logprobs`): -1 none;
+  // 0: each prompt token's logprob and rank under the model; N: also the top N. From
+  // the raw logits (no temperature, penalties or bias), as vLLM and OpenAI report them.
+  int32_t prompt_logprobs = -1;
 
   bool operator==(const SamplingParams&) const = default;
   bool greedy() const { return temperature < 1e-5f; }
@@ -49,6 +53,13 @@ struct ScheduledSequence {
   int32_t penalty_prompt_len = 0;  // the first this-many of penalty_history are prompt
   // Tokens that must not be sampled (EOS while min_tokens is not reached).
   std::vector<int32_t> banned_token_ids;
+  // Prompt logprobs wanted from this chunk (sampling.prompt_logprobs >= 0): row
+  // prompt_logprobs_from + i (0-based within token_ids) predicts prompt token
+  // prompt_logprob_targets[i], the one at position start_pos + prompt_logprobs_from + i
+  // + 1. Empty: none (the rows before were scored by earlier plans, or the rest are the
+  // outputs a recomputed sequence replays).
+  int32_t prompt_logprobs_from = 0;
+  std::vector<int32_t> prompt_logprob_targets;
 
   bool operator==(const ScheduledSequence&) const = default;
 };
@@ -77,9 +88,33 @@ struct SampledToken {
   std::vector<std::pair<int32_t, float>> top_logprobs;  // when logprobs > 0
 };
 
+// One prompt token as the model scores it: its logprob given the tokens before it, its
+// rank among the vocabulary (1 = the most likely; ties share the better rank) and, when
+// asked, the top N (token, logprob) pairs, most likely first.
+struct PromptLogprob {
+  int32_t token_id = -1;
+  float logprob = 0.0f;
+  int32_t rank = 0;
+  std::vector<std::pair<int32_t, float>> top_logprobs;
+
+  bool operator==(const PromptLogprob&) const = default;
+};
+
+// The prompt logprobs one plan's chunk of a sequence produced: those of the prompt
+// tokens at positions first_position, first_position + 1, ... (position 0 has none).
+struct SequencePromptLogprobs {
+  uint64_t seq_id = 0;
+  int32_t first_position = 0;
+  std::vector<PromptLogprob> entries;
+
+  bool operator==(const SequencePromptLogprobs&) const = default;
+};
+
 struct IterationResult {
   uint64_t iteration = 0;
   std::vector<SampledToken> tokens;  // one per ScheduledSequence with sample = true, in order
+  // One per ScheduledSequence with prompt_logprob_targets, in plan order.
+  std::vector<SequencePromptLogprobs> prompt_logprobs;
   // The rank's timed steps of this iteration, when its runner traces (ModelRunner::
   // set_tracing; engine/common/trace.h); empty otherwise.
   std::vector<TraceSpan> spans;

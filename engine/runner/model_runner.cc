@@ -7,6 +7,7 @@
 #include "engine/common/cpu_limit.h"
 #include "engine/common/status_macros.h"
 #include "engine/model/checkpoint.h"
+#include "engine/runner/prompt_logprobs.h"
 #include "engine/runner/sampler.h"
 
 namespace orca {
@@ -168,6 +169,18 @@ absl::Status ModelRunner::ValidatePlan(const IterationPlan& plan) const {
       if (b < 0 || b >= kv_shape_.num_blocks)
         return bad(absl::StrCat("block id ", b, " out of range"));
     }
+    if (!s.prompt_logprob_targets.empty()) {
+      const int64_t rows_end =
+          int64_t{s.prompt_logprobs_from} + static_cast<int64_t>(s.prompt_logprob_targets.size());
+      if (s.prompt_logprobs_from < 0 || rows_end > static_cast<int64_t>(s.token_ids.size())) {
+        return bad(absl::StrCat("prompt logprob rows [", s.prompt_logprobs_from, ", ", rows_end,
+                                ") outside the ", s.token_ids.size(), " scheduled tokens"));
+      }
+      for (int32_t t : s.prompt_logprob_targets) {
+        if (t < 0 || t >= config_.vocab_size)
+          return bad(absl::StrCat("prompt logprob target ", t, " outside the vocabulary"));
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -287,6 +300,11 @@ absl::Status ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* posi
 }
 
 absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, bool all_rows) {
+  return Forward(plan, all_rows, nullptr);
+}
+
+absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, bool all_rows,
+                                                     std::vector<SequencePromptLogprobs>* prompt) {
   ORCA_RETURN_IF_ERROR(ValidatePlan(plan));
   const int64_t n = plan.num_tokens();
   const int32_t num_seqs = static_cast<int32_t>(plan.seqs.size());
@@ -296,7 +314,8 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
   const int32_t bs = kv_shape_.block_size;
 
   // Host-side index arrays, packed into one upload:
-  // tokens[n] positions[n] slots[n] query_start[S+1] kv_len[S] sample_rows[S] tables[S*maxb].
+  // tokens[n] positions[n] slots[n] query_start[S+1] kv_len[S] sample_rows[S] tables[S*maxb]
+  // prompt_rows[P].
   int32_t max_blocks = 1, max_q = 0, max_kv = 0;
   for (const auto& s : plan.seqs) {
     max_blocks = std::max<int32_t>(max_blocks, static_cast<int32_t>(s.block_table.size()));
@@ -347,7 +366,20 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
     for (size_t i = s.block_table.size(); i < static_cast<size_t>(max_blocks); ++i)
       idx.push_back(0);
   }
-  ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, sample_slots, static_cast<int64_t>(idx.size())));
+  // Then the rows whose logits score prompt tokens (prompt_rows[P]), sampling rank only.
+  const size_t prompt_rows_at = idx.size();
+  if (prompt != nullptr && shard_.samples()) {
+    start = 0;
+    for (const auto& s : plan.seqs) {
+      for (size_t i = 0; i < s.prompt_logprob_targets.size(); ++i)
+        idx.push_back(start + s.prompt_logprobs_from + static_cast<int32_t>(i));
+      start += static_cast<int32_t>(s.token_ids.size());
+    }
+  }
+  const int64_t num_prompt_rows = static_cast<int64_t>(idx.size() - prompt_rows_at);
+  const int64_t row_slots =
+      std::max<int64_t>(sample_slots, std::min(num_prompt_rows, kPromptRowsPerPass));
+  ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, row_slots, static_cast<int64_t>(idx.size())));
   int32_t* dev = static_cast<int32_t*>(index_buffer_->data());
   ORCA_RETURN_IF_ERROR(backend_->CopyToDevice(dev, idx.data(), idx.size() * sizeof(int32_t)));
   const int32_t* tokens = dev;
@@ -387,31 +419,91 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
     ScopedSpan span(spans_, "send");
     ORCA_RETURN_IF_ERROR(pp_comm_->Send(static_cast<float*>(x.data), x_count, shard_.next_rank()));
   }
-  if (num_sample == 0 || !shard_.samples()) {
+  if (!shard_.samples() || (num_sample == 0 && num_prompt_rows == 0)) {
     ORCA_RETURN_IF_ERROR(b.Synchronize());
     return result;
   }
   ScopedSpan span(spans_, "lm-head");
-  Tensor rows = final_rows_.Rows(0, num_sample);
-  b.GatherRows(x, sample_rows, num_sample, rows);
+  if (num_sample > 0) {
+    result.values.resize(static_cast<size_t>(num_sample) * config_.vocab_size);
+    ORCA_RETURN_IF_ERROR(LmHead(x, sample_rows, num_sample, result.values.data()));
+  }
+  if (num_prompt_rows > 0) {
+    ORCA_RETURN_IF_ERROR(ScorePrompts(plan, x, dev + prompt_rows_at, num_prompt_rows, prompt));
+  }
+  return result;
+}
+
+absl::Status ModelRunner::LmHead(const Tensor& x, const int32_t* rows_dev, int64_t num_rows,
+                                 float* host_logits) {
+  Backend& b = *backend_;
+  Tensor rows = final_rows_.Rows(0, num_rows);
+  b.GatherRows(x, rows_dev, num_rows, rows);
   if (config_.family == ModelFamily::kGpt2) {
     b.LayerNorm(rows, weights_->final_norm, weights_->final_norm_bias, config_.norm_eps, rows);
   } else {
     b.RmsNorm(rows, weights_->final_norm, config_.norm_eps, rows);
   }
-  Tensor logits = logits_.Rows(0, num_sample);
+  Tensor logits = logits_.Rows(0, num_rows);
   b.Linear(rows, weights_->lm_head, nullptr, logits);
-  result.values.resize(static_cast<size_t>(num_sample) * config_.vocab_size);
-  ORCA_RETURN_IF_ERROR(
-      b.CopyToHost(result.values.data(), logits.data, result.values.size() * sizeof(float)));
-  return result;
+  return b.CopyToHost(host_logits, logits.data,
+                      static_cast<size_t>(num_rows) * config_.vocab_size * sizeof(float));
+}
+
+absl::Status ModelRunner::ScorePrompts(const IterationPlan& plan, const Tensor& x,
+                                       const int32_t* rows_dev, int64_t num_rows,
+                                       std::vector<SequencePromptLogprobs>* out) {
+  // Row r of the flat list scores targets[r] with top_n[r] into entries[r].
+  std::vector<int32_t> targets, top_n;
+  std::vector<PromptLogprob*> entries;
+  targets.reserve(static_cast<size_t>(num_rows));
+  // Every result first (entries must not move once pointed at), then the rows.
+  const size_t base = out->size();
+  for (const auto& s : plan.seqs) {
+    if (s.prompt_logprob_targets.empty()) continue;
+    SequencePromptLogprobs& seq = out->emplace_back();
+    seq.seq_id = s.seq_id;
+    seq.first_position = s.start_pos + s.prompt_logprobs_from + 1;
+    seq.entries.resize(s.prompt_logprob_targets.size());
+  }
+  size_t k = base;
+  for (const auto& s : plan.seqs) {
+    if (s.prompt_logprob_targets.empty()) continue;
+    SequencePromptLogprobs& seq = (*out)[k++];
+    for (size_t i = 0; i < s.prompt_logprob_targets.size(); ++i) {
+      targets.push_back(s.prompt_logprob_targets[i]);
+      top_n.push_back(std::max(0, s.sampling.prompt_logprobs));
+      entries.push_back(&seq.entries[i]);
+    }
+  }
+  // The LM head in passes of at most kPromptRowsPerPass rows, so a long prompt needs no
+  // workspace of its length times the vocabulary.
+  const int64_t vocab = config_.vocab_size;
+  const int64_t pass = std::min<int64_t>(num_rows, kPromptRowsPerPass);
+  prompt_logits_.resize(static_cast<size_t>(pass * vocab));
+  for (int64_t first = 0; first < num_rows; first += pass) {
+    const int64_t m = std::min(pass, num_rows - first);
+    ORCA_RETURN_IF_ERROR(LmHead(x, rows_dev + first, m, prompt_logits_.data()));
+    auto score = [&](int64_t r) {
+      const size_t row = static_cast<size_t>(first + r);
+      *entries[row] = ScorePromptToken(
+          absl::MakeConstSpan(prompt_logits_.data() + r * vocab, static_cast<size_t>(vocab)),
+          targets[row], top_n[row]);
+    };
+    if (sampler_pool_ && m > 1) {
+      sampler_pool_->ParallelFor(m, score);
+    } else {
+      for (int64_t r = 0; r < m; ++r) score(r);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) {
   IterationResult result;
   result.iteration = plan.iteration;
   spans_ = tracing_ ? &result.spans : nullptr;
-  absl::StatusOr<IterationLogits> logits = Forward(plan);
+  absl::StatusOr<IterationLogits> logits = Forward(plan, false, &result.prompt_logprobs);
   if (!logits.ok() || !shard_.samples()) {
     spans_ = nullptr;
     if (!logits.ok()) return logits.status();

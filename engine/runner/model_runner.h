@@ -111,7 +111,9 @@ class ModelRunner {
   // tables too short or out of range.
   absl::StatusOr<IterationLogits> Forward(const IterationPlan& plan, bool all_rows = false);
 
-  // Runs Forward and samples every sequence with sample = true.
+  // Runs Forward and samples every sequence with sample = true; scores the prompt
+  // tokens of every sequence with prompt_logprob_targets into the result's
+  // prompt_logprobs (the sampling rank; others return none).
   absl::StatusOr<IterationResult> Execute(const IterationPlan& plan);
 
   // With tracing on, Execute times its steps into IterationResult::spans: "recv" and
@@ -121,7 +123,21 @@ class ModelRunner {
 
  private:
   ModelRunner() = default;
+  // Rows of prompt logprobs go through the LM head this many at a time.
+  static constexpr int64_t kPromptRowsPerPass = 128;
+
   absl::Status ValidatePlan(const IterationPlan& plan) const;
+  // Forward, and with `prompt`, scores the plan's prompt logprob rows into it.
+  absl::StatusOr<IterationLogits> Forward(const IterationPlan& plan, bool all_rows,
+                                          std::vector<SequencePromptLogprobs>* prompt);
+  // Final norm and LM head of `num_rows` rows of `x` (device row indices `rows_dev`,
+  // at most the rows workspace), their logits copied to `host_logits`.
+  absl::Status LmHead(const Tensor& x, const int32_t* rows_dev, int64_t num_rows,
+                      float* host_logits);
+  // Scores the plan's prompt logprob rows (device row indices `rows_dev`, in plan order)
+  // into `out`, one SequencePromptLogprobs per sequence that asked.
+  absl::Status ScorePrompts(const IterationPlan& plan, const Tensor& x, const int32_t* rows_dev,
+                            int64_t num_rows, std::vector<SequencePromptLogprobs>* out);
   // Grows the workspaces to hold `num_tokens` activation rows, `sampled_rows` rows of
   // final hidden states and logits, and `index_ints` index entries (kept at their
   // largest size).
@@ -150,6 +166,7 @@ class ModelRunner {
   int64_t ws_ints_ = 0;
   std::unique_ptr<DeviceBuffer> ws_buffer_, rows_buffer_, index_buffer_;
   Tensor x_, h_, qkv_, attn_, mlp_, act_, final_rows_, logits_;
+  std::vector<float> prompt_logits_;  // one pass of prompt logprob rows, on the host
 };
 
 }  // namespace orca

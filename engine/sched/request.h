@@ -43,6 +43,12 @@ struct Request {
   uint64_t prefix_hash = 0;  // chained hash of the registered full blocks
   int32_t num_registered_blocks = 0;
   double first_scheduled_time = -1;
+  // Prompt logprobs (sampling.prompt_logprobs >= 0): the first prompt position whose
+  // logprob has not come back yet (position 0 has none). Kept across preemption: the
+  // recomputed prefill scores only what is still missing. While it is short of the
+  // prompt's end, the request does not start from the prefix cache (cached rows would
+  // never be scored).
+  int32_t next_prompt_logprob = 1;
 
   int32_t num_tokens() const {
     return static_cast<int32_t>(prompt_tokens.size() + output_tokens.size());
@@ -53,6 +59,9 @@ struct Request {
     return i < p ? prompt_tokens[i] : output_tokens[i - p];
   }
   bool finished() const { return status == RequestStatus::kFinished; }
+  bool wants_prompt_logprobs() const {
+    return sampling.prompt_logprobs >= 0 && next_prompt_logprob < prompt_len();
+  }
 };
 
 }  // namespace orca

@@ -131,7 +131,10 @@ std::vector<std::unique_ptr<Request>> IterationScheduler::TakeFinished() {
 }
 
 void IterationScheduler::MatchPrefix(Request& r) {
-  if (!config_.prefix_caching || r.num_computed_tokens != 0 || !r.blocks.blocks().empty()) return;
+  if (!config_.prefix_caching || r.num_computed_tokens != 0 || !r.blocks.blocks().empty() ||
+      r.wants_prompt_logprobs()) {
+    return;
+  }
   const int32_t bs = pool_->block_size();
   uint64_t h = 0;
   int32_t matched = 0;
@@ -224,6 +227,14 @@ void IterationScheduler::AddToBatch(Request& r, int32_t n, ScheduledBatch& batch
   }
   if (s.sample && static_cast<int32_t>(r.output_tokens.size()) < r.min_tokens) {
     s.banned_token_ids = r.stop_token_ids;
+  }
+  if (r.wants_prompt_logprobs()) {
+    // Row p of the chunk predicts the token at p + 1: score the prompt positions of
+    // (start, start + n] not scored before.
+    const int32_t first = std::max(s.start_pos + 1, r.next_prompt_logprob);
+    const int32_t end = std::min(s.start_pos + n + 1, r.prompt_len());
+    s.prompt_logprobs_from = std::max(0, first - 1 - s.start_pos);
+    for (int32_t p = first; p < end; ++p) s.prompt_logprob_targets.push_back(r.TokenAt(p));
   }
   if (n == 1 && r.num_computed_tokens >= static_cast<int32_t>(r.prompt_tokens.size())) {
     batch.num_decode_tokens += 1;
@@ -364,13 +375,24 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
   std::vector<RequestUpdate> updates;
   if (batch.empty()) return updates;
   --inflight_batches_;
-  size_t k = 0;
+  size_t k = 0, kp = 0;
   for (const ScheduledSequence& s : batch.plan.seqs) {
     const SampledToken* sample = nullptr;
     if (s.sample) {
       if (k < result.tokens.size() && result.tokens[k].seq_id == s.seq_id)
         sample = &result.tokens[k];
       ++k;
+    }
+    const SequencePromptLogprobs* scored = nullptr;
+    if (!s.prompt_logprob_targets.empty()) {
+      const SequencePromptLogprobs* p =
+          kp < result.prompt_logprobs.size() ? &result.prompt_logprobs[kp] : nullptr;
+      if (p != nullptr && p->seq_id == s.seq_id &&
+          p->first_position == s.start_pos + s.prompt_logprobs_from + 1 &&
+          p->entries.size() == s.prompt_logprob_targets.size()) {
+        scored = p;
+      }
+      ++kp;
     }
     Request* r = Get(s.seq_id);
     if (r == nullptr) continue;
@@ -380,10 +402,20 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
       continue;
     }
     RegisterFullBlocks(*r);
-    if (!s.sample) continue;
+    const bool lost =
+        (s.sample && sample == nullptr) || (!s.prompt_logprob_targets.empty() && scored == nullptr);
+    if (!s.sample && !lost && scored == nullptr) continue;
     RequestUpdate u;
     u.request_id = r->id;
-    if (sample == nullptr) {
+    if (scored != nullptr && scored->first_position == r->next_prompt_logprob) {
+      u.prompt_logprobs = scored->entries;
+      r->next_prompt_logprob += static_cast<int32_t>(scored->entries.size());
+    }
+    if (!s.sample && !lost) {
+      updates.push_back(std::move(u));
+      continue;
+    }
+    if (lost) {  // the rank's result lacks what the plan asked for
       u.finished = true;
       u.finish_reason = FinishReason::kError;
       FinishRequest(*r, FinishReason::kError);

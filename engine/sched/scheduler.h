@@ -72,6 +72,9 @@ struct RequestUpdate {
   uint64_t request_id = 0;
   std::vector<int32_t> new_tokens;  // at most one per iteration
   std::vector<SampledToken> samples;
+  // The prompt's next scored tokens (sampling.prompt_logprobs), continuing where the
+  // previous update's left off; an update may carry these and no token.
+  std::vector<PromptLogprob> prompt_logprobs;
   // The request is complete. Under `request` static batching it keeps its row and
   // stays running until its whole batch is complete; TakeFinished() returns it then.
   bool finished = false;

@@ -46,11 +46,6 @@ absl::StatusOr<std::string> GenerationService::RenderChat(
 
 absl::StatusOr<GenerationService::Started> GenerationService::Start(const OpenAiRequest& r) {
   ORCA_RETURN_IF_ERROR(CheckModel(r.model));
-  if (r.echo && r.logprobs >= 0) {
-    return WithParam(absl::InvalidArgumentError(
-                         "'echo' together with 'logprobs' (prompt logprobs) is not supported yet"),
-                     "echo");
-  }
   if (draining()) {
     return absl::UnavailableError(
         "The server is shutting down; retry the request (on another replica).");
@@ -78,6 +73,7 @@ absl::StatusOr<GenerationService::Started> GenerationService::Start(const OpenAi
       }
     }
   }
+  started.prompt_ids = prompts;
   for (size_t p = 0; p < prompts.size(); ++p) {
     for (int32_t i = 0; i < r.n; ++i) {
       GenerateParams params = r.params;

@@ -39,13 +39,14 @@ class GenerationService {
   GenerationService(Engine* engine, Options options)
       : engine_(engine), options_(std::move(options)) {}
 
-  // A started request: one stream per choice, and each prompt's text for `echo`. It
-  // counts as open (open_requests()) until it and its moved-from copies are destroyed:
-  // keep it (or `open`) until the answer is written.
+  // A started request: one stream per choice, each prompt's text for `echo` and its
+  // token ids (for prompt logprobs). It counts as open (open_requests()) until it and
+  // its moved-from copies are destroyed: keep it (or `open`) until the answer is written.
   struct Started {
     std::vector<std::shared_ptr<RequestStream>> streams;
-    std::vector<std::string> echo_text;  // per prompt (completions)
-    std::shared_ptr<void> open;          // releases the count when the last copy goes
+    std::vector<std::string> echo_text;            // per prompt (completions)
+    std::vector<std::vector<int32_t>> prompt_ids;  // per prompt, as submitted
+    std::shared_ptr<void> open;                    // releases the count when the last copy goes
   };
   // Starts `r`. NotFound (param "model") for another model, Unavailable while the group is
   // not ready or after StopAdmitting(), InvalidArgument for what can never run (param

@@ -16,6 +16,18 @@
 namespace orca {
 namespace {
 
+void AddLogprob(int32_t token_id, float logprob, int32_t rank,
+                const std::vector<std::pair<int32_t, float>>& top, v1::TokenLogprob* out) {
+  out->set_token_id(token_id);
+  out->set_logprob(logprob);
+  out->set_rank(rank);
+  for (const auto& [id, p] : top) {
+    v1::TopLogprob* t = out->add_top();
+    t->set_token_id(id);
+    t->set_logprob(p);
+  }
+}
+
 grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(GrpcCode(s)), std::string(s.message()));
 }
@@ -44,6 +56,7 @@ absl::StatusOr<OpenAiRequest> FromProto(const v1::GenerateRequest& r) {
   p.ignore_eos = r.ignore_eos();
   p.include_stop_str_in_output = r.include_stop_str_in_output();
   if (r.has_logprobs()) o.logprobs = r.logprobs();
+  if (r.has_prompt_logprobs()) o.prompt_logprobs = r.prompt_logprobs();
   const v1::SamplingParameters& s = r.sampling();
   SamplingParams& sp = p.sampling;
   if (s.has_temperature()) sp.temperature = s.temperature();
@@ -54,6 +67,7 @@ absl::StatusOr<OpenAiRequest> FromProto(const v1::GenerateRequest& r) {
   sp.presence_penalty = s.presence_penalty();
   sp.frequency_penalty = s.frequency_penalty();
   sp.logprobs = o.logprobs;
+  sp.prompt_logprobs = EffectivePromptLogprobs(o);
   if (s.has_seed()) o.seed = static_cast<uint64_t>(s.seed());
   ORCA_RETURN_IF_ERROR(ValidateOpenAiRequest(o));
   return o;
@@ -134,15 +148,11 @@ class GrpcServer::Service final : public v1::Inference::Service {
       for (int32_t t : ev.token_ids) out.add_token_ids(t);
       if (parsed->logprobs >= 0) {
         for (const SampledToken& s : ev.samples) {
-          v1::TokenLogprob* lp = out.add_logprobs();
-          lp->set_token_id(s.token_id);
-          lp->set_logprob(s.logprob);
-          for (const auto& [id, p] : s.top_logprobs) {
-            v1::TopLogprob* top = lp->add_top();
-            top->set_token_id(id);
-            top->set_logprob(p);
-          }
+          AddLogprob(s.token_id, s.logprob, 0, s.top_logprobs, out.add_logprobs());
         }
+      }
+      for (const PromptLogprob& p : ev.prompt_logprobs) {
+        AddLogprob(p.token_id, p.logprob, p.rank, p.top_logprobs, out.add_prompt_logprobs());
       }
       if (ev.finished) {
         out.set_finish_reason(ToProto(ev.finish_reason));

@@ -91,6 +91,8 @@ struct Generation {
     c.text += ev.text;
     c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
     c.samples.insert(c.samples.end(), ev.samples.begin(), ev.samples.end());
+    c.prompt_logprobs.insert(c.prompt_logprobs.end(), ev.prompt_logprobs.begin(),
+                             ev.prompt_logprobs.end());
     c.prompt_tokens = ev.prompt_tokens;
     c.completion_tokens = ev.completion_tokens;
     c.cached_prompt_tokens = ev.cached_prompt_tokens;
@@ -190,6 +192,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine,
   }
   s->server_ = std::make_unique<HttpListener>(std::move(lo));
   s->server_->set_payload_max_length(s->options_.max_body_bytes);
+  // What the Keep-Alive header advertises ("timeout=75, max=1000", as nginx allows).
+  s->server_->set_keep_alive_timeout(std::max<time_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(s->options_.idle_timeout).count()));
+  s->server_->set_keep_alive_max_count(1000);
   s->server_->set_read_timeout(30, 0);
   s->server_->set_write_timeout(30, 0);
   s->Routes();
@@ -426,6 +432,8 @@ void HttpServer::Routes() {
       gen->ctx.created = UnixNow();
       gen->ctx.model = model_name;
       gen->ctx.logprobs = r.logprobs;
+      gen->ctx.echo_logprobs = !chat && r.echo && r.logprobs >= 0;
+      gen->ctx.prompt_logprobs = r.prompt_logprobs;
       gen->ctx.tokenizer = &engine_->tokenizer();
       gen->include_usage = r.include_usage;
       gen->streams = std::move(started->streams);
@@ -435,6 +443,9 @@ void HttpServer::Routes() {
         ChoiceState c;
         c.index = static_cast<int32_t>(k);
         c.counts_prompt = k % static_cast<size_t>(r.n) == 0;
+        if (gen->ctx.wants_prompt_scores() && prompt < started->prompt_ids.size()) {
+          c.prompt_token_ids = started->prompt_ids[prompt];
+        }
         gen->choices.push_back(c);
         gen->started.push_back(false);
         gen->echo_prefix.push_back(
@@ -468,15 +479,21 @@ void HttpServer::Routes() {
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");  // tell nginx-style proxies not to buffer SSE
       res.set_chunked_content_provider("text/event-stream", [gen](size_t, httplib::DataSink& sink) {
-        if (!gen->echo_prefix.empty()) {
-          for (size_t i = 0; i < gen->choices.size(); ++i) {
-            if (gen->started[i] || gen->echo_prefix[i].empty()) continue;
-            gen->started[i] = true;
-            if (!WriteEvent(sink, Dump(StreamChunk(gen->ctx, gen->choices[i], gen->echo_prefix[i],
-                                                   0, 0, true, false)))) {
-              gen->AbortAll();
-              return false;
-            }
+        // A choice starts with its echoed prompt (completions' `echo`), which carries what
+        // was asked about the prompt; without echo the first token's chunk carries it.
+        // Either waits until the prompt is scored, when its scores are asked for.
+        auto echo = [&](size_t i) {
+          const ChoiceState& c = gen->choices[i];
+          json chunk = StreamChunk(gen->ctx, c, gen->echo_prefix[i], 0, 0, true, false);
+          AttachPromptScores(gen->ctx, c, 0, chunk["choices"][0]);
+          gen->started[i] = true;
+          return WriteEvent(sink, Dump(chunk));
+        };
+        for (size_t i = 0; i < gen->choices.size(); ++i) {
+          if (gen->echo_prefix[i].empty() || !gen->choices[i].prompt_scored()) continue;
+          if (!echo(i)) {
+            gen->AbortAll();
+            return false;
           }
         }
         while (!gen->AllFinished()) {
@@ -495,11 +512,21 @@ void HttpServer::Routes() {
               return true;
             }
             const ChoiceState& c = gen->choices[i];
+            if (!gen->started[i] && !c.prompt_scored() && !c.finished) continue;
+            if (!gen->started[i] && !gen->echo_prefix[i].empty() && !echo(i)) {
+              gen->AbortAll();
+              return false;
+            }
             const bool first = !gen->started[i];
             if (ev.text.empty() && from == to && !c.finished && !first) continue;
             gen->started[i] = true;
-            bool ok = WriteEvent(sink, Dump(StreamChunk(gen->ctx, c, ev.text, from, to,
-                                                        first && gen->ctx.chat, false)));
+            // A first chunk that waited for the prompt's scores carries all so far.
+            json chunk = StreamChunk(gen->ctx, c, first ? c.text : ev.text, first ? 0 : from, to,
+                                     first && gen->ctx.chat, false);
+            if (first && gen->ctx.prompt_logprobs >= 0) {
+              chunk["choices"][0]["prompt_logprobs"] = PromptLogprobsJson(gen->ctx, c);
+            }
+            bool ok = WriteEvent(sink, Dump(chunk));
             if (ok && c.finished)
               ok = WriteEvent(sink, Dump(StreamChunk(gen->ctx, c, "", to, to, false, true)));
             if (!ok) {  // the client went away

@@ -67,7 +67,10 @@ struct HttpServerOptions {
   // A request header must be complete within this of its first byte, else the
   // connection is closed (slow clients); keep-alive connections idle longer are closed.
   std::chrono::milliseconds header_timeout{10000};
-  std::chrono::milliseconds idle_timeout{5000};
+  // Longer than the idle timeout of the proxies in front (ingress-nginx's upstream
+  // keep-alive and AWS ALB: 60 s), so a proxy never sends a request into a connection
+  // the server is closing (a 502 for its client); idle connections cost a descriptor.
+  std::chrono::milliseconds idle_timeout{75000};
   // Renders a chat-template context ({"messages", "add_generation_prompt", "bos_token",
   // "eos_token", ...}) to the prompt text; errors become 400s. Objects keep the key order
   // of the request body, as transformers' Python dicts do.

@@ -1,5 +1,6 @@
 #include "engine/server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -419,9 +420,18 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
     ORCA_RETURN_IF_ERROR(f.Int("logprobs", INT32_MIN, INT32_MAX, &v));
     if (v) r.logprobs = static_cast<int32_t>(*v);
   }
+  v.reset();
+  ORCA_RETURN_IF_ERROR(f.Int("prompt_logprobs", INT32_MIN, INT32_MAX, &v));  // vLLM's extra field
+  if (v) r.prompt_logprobs = static_cast<int32_t>(*v);
   r.params.sampling.logprobs = r.logprobs;
+  r.params.sampling.prompt_logprobs = EffectivePromptLogprobs(r);
   ORCA_RETURN_IF_ERROR(ValidateOpenAiRequest(r));
   return r;
+}
+
+int32_t EffectivePromptLogprobs(const OpenAiRequest& r) {
+  const int32_t echoed = !r.chat && r.echo ? r.logprobs : -1;
+  return std::max(echoed, r.prompt_logprobs);
 }
 
 absl::Status ValidateOpenAiRequest(const OpenAiRequest& r) {
@@ -444,6 +454,9 @@ absl::Status ValidateOpenAiRequest(const OpenAiRequest& r) {
     return Invalid("min_tokens", "'min_tokens' must not exceed 'max_tokens'");
   }
   if (r.logprobs != -1) ORCA_RETURN_IF_ERROR(CheckInt("logprobs", r.logprobs, 0, kMaxLogprobs));
+  if (r.prompt_logprobs != -1) {
+    ORCA_RETURN_IF_ERROR(CheckInt("prompt_logprobs", r.prompt_logprobs, 0, kMaxLogprobs));
+  }
   if (static_cast<int32_t>(p.stop.size()) > kMaxStops) {
     return Invalid("stop", absl::StrCat("'stop' may hold at most ", kMaxStops, " strings"));
   }

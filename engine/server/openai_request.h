@@ -48,6 +48,10 @@ struct OpenAiRequest {
   bool include_usage = false;
   bool echo = false;
   int32_t logprobs = -1;  // completions: N; chat: top_logprobs when logprobs=true
+  // vLLM's extra field: each prompt token's logprob, rank and top N, returned as the
+  // choice's `prompt_logprobs`. (Completions' `echo` with `logprobs` scores the prompt
+  // too, returned inside `logprobs`: EffectivePromptLogprobs.)
+  int32_t prompt_logprobs = -1;
   std::optional<uint64_t> seed;
 };
 
@@ -60,6 +64,10 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
 // parser, the gRPC adapter): sampling ranges, max/min tokens, logprobs, stop strings and
 // token ids, n. InvalidArgument naming the field (payload kParamPayload).
 absl::Status ValidateOpenAiRequest(const OpenAiRequest& r);
+
+// The prompt logprobs the engine computes for `r` (SamplingParams::prompt_logprobs):
+// the larger of `prompt_logprobs` and, for completions with `echo`, `logprobs`.
+int32_t EffectivePromptLogprobs(const OpenAiRequest& r);
 
 // Parses /tokenize and /detokenize bodies.
 struct TokenizeRequest {

@@ -78,6 +78,67 @@ json LogprobsJson(const ResponseContext& ctx, const ChoiceState& c, size_t from,
               {"text_offset", offsets}};
 }
 
+json PromptLogprobsJson(const ResponseContext& ctx, const ChoiceState& c) {
+  if (ctx.prompt_logprobs < 0) return nullptr;
+  json out = json::array();
+  if (!c.prompt_token_ids.empty()) out.push_back(nullptr);
+  for (const PromptLogprob& p : c.prompt_logprobs) {
+    json entry = json::object();
+    const size_t top = std::min(p.top_logprobs.size(), static_cast<size_t>(ctx.prompt_logprobs));
+    for (size_t i = 0; i < top; ++i) {
+      const auto& [id, lp] = p.top_logprobs[i];
+      entry[std::to_string(id)] = {{"logprob", Logprob(lp)},
+                                   {"rank", static_cast<int32_t>(i) + 1},
+                                   {"decoded_token", TokenText(ctx, id)}};
+    }
+    entry[std::to_string(p.token_id)] = {{"logprob", Logprob(p.logprob)},
+                                         {"rank", p.rank},
+                                         {"decoded_token", TokenText(ctx, p.token_id)}};
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+void AttachPromptScores(const ResponseContext& ctx, const ChoiceState& c, size_t to, json& choice) {
+  if (ctx.prompt_logprobs >= 0) choice["prompt_logprobs"] = PromptLogprobsJson(ctx, c);
+  if (!ctx.echo_logprobs) return;
+  // The prompt's tokens first (the first has no logprob), then the generated ones, with
+  // text offsets counted over the tokens' text from the start of the echoed prompt.
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  size_t offset = 0;
+  for (size_t i = 0; i < c.prompt_token_ids.size(); ++i) {
+    const std::string tok = TokenText(ctx, c.prompt_token_ids[i]);
+    tokens.push_back(tok);
+    offsets.push_back(offset);
+    offset += tok.size();
+    const PromptLogprob* p =
+        i > 0 && i - 1 < c.prompt_logprobs.size() ? &c.prompt_logprobs[i - 1] : nullptr;
+    lps.push_back(p != nullptr ? Logprob(p->logprob) : json(nullptr));
+    if (p == nullptr || ctx.logprobs == 0) {
+      tops.push_back(nullptr);
+      continue;
+    }
+    json top = json::object();
+    const size_t n = std::min(p->top_logprobs.size(), static_cast<size_t>(ctx.logprobs));
+    for (size_t k = 0; k < n; ++k)
+      top[TokenText(ctx, p->top_logprobs[k].first)] = Logprob(p->top_logprobs[k].second);
+    top[tok] = Logprob(p->logprob);
+    tops.push_back(std::move(top));
+  }
+  const json generated = LogprobsJson(ctx, c, 0, to, offset);
+  auto append = [&](json& into, const char* key) {
+    for (const json& v : generated[key]) into.push_back(v);
+  };
+  append(tokens, "tokens");
+  append(lps, "token_logprobs");
+  append(tops, "top_logprobs");
+  append(offsets, "text_offset");
+  choice["logprobs"] = json{{"tokens", tokens},
+                            {"token_logprobs", lps},
+                            {"top_logprobs", tops},
+                            {"text_offset", offsets}};
+}
+
 json UsageJson(const std::vector<ChoiceState>& choices) {
   // The n choices of one prompt share it: its tokens count once (OpenAI's usage).
   int64_t prompt = 0, completion = 0, cached = 0;
@@ -111,6 +172,7 @@ json FullResponse(const ResponseContext& ctx, const std::vector<ChoiceState>& ch
                      {"logprobs", LogprobsJson(ctx, c, 0, c.samples.size(), prefix.size())},
                      {"finish_reason", FinishReasonJson(c)}});
     }
+    AttachPromptScores(ctx, c, c.samples.size(), arr.back());
   }
   return json{
       {"id", ctx.id},           {"object", ctx.chat ? "chat.completion" : "text_completion"},

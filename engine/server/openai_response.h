@@ -26,6 +26,12 @@ struct ChoiceState {
   int32_t completion_tokens = 0;
   int32_t cached_prompt_tokens = 0;
   bool counts_prompt = true;  // false for the 2nd..nth choice of a prompt
+  // Prompt logprobs (ResponseContext::echo_logprobs / prompt_logprobs): the prompt's
+  // token ids and the scores of positions 1, 2, ... as they come.
+  std::vector<int32_t> prompt_token_ids;
+  std::vector<PromptLogprob> prompt_logprobs;
+  // Whether every prompt token that has a logprob (all but the first) has it.
+  bool prompt_scored() const { return prompt_logprobs.size() + 1 >= prompt_token_ids.size(); }
 };
 
 struct ResponseContext {
@@ -34,7 +40,12 @@ struct ResponseContext {
   int64_t created = 0;  // unix seconds
   std::string model;
   int32_t logprobs = -1;
+  // Completions with `echo` and `logprobs`: the prompt's tokens lead `logprobs`.
+  bool echo_logprobs = false;
+  int32_t prompt_logprobs = -1;  // vLLM's field: the choice's `prompt_logprobs`, top N
   const Tokenizer* tokenizer = nullptr;
+
+  bool wants_prompt_scores() const { return echo_logprobs || prompt_logprobs >= 0; }
 };
 
 // Returns the OpenAI finish_reason value for `r` (null while unfinished).
@@ -43,6 +54,17 @@ nlohmann::json FinishReasonJson(const ChoiceState& c);
 // Logprobs object for tokens [from, to) of a choice, in the completions or chat shape.
 nlohmann::json LogprobsJson(const ResponseContext& ctx, const ChoiceState& c, size_t from,
                             size_t to, size_t text_offset);
+
+// vLLM's `prompt_logprobs` of a choice: null for the first prompt token, then per token
+// {"<id>": {"logprob", "rank", "decoded_token"}} for it and the top N. Null when
+// ctx.prompt_logprobs < 0.
+nlohmann::json PromptLogprobsJson(const ResponseContext& ctx, const ChoiceState& c);
+
+// Sets what a choice carries about its prompt: `prompt_logprobs` when asked, and with
+// ctx.echo_logprobs its `logprobs` (completions shape) to the prompt tokens' followed by
+// those of tokens [0, to) generated so far.
+void AttachPromptScores(const ResponseContext& ctx, const ChoiceState& c, size_t to,
+                        nlohmann::json& choice);
 
 // The non-streamed response for all choices.
 nlohmann::json FullResponse(const ResponseContext& ctx, const std::vector<ChoiceState>& choices,

@@ -1,5 +1,6 @@
 // End to end on the GPU: stories260K through ModelRunner on the CUDA backend produces
-// the CPU backend's greedy tokens and logits (whole prefill, chunked prefill, decode).
+// the CPU backend's greedy tokens and logits (whole prefill, chunked prefill, decode)
+// and prompt logprobs.
 #include <gtest/gtest.h>
 
 #include "engine/backend/cuda/cuda_backend.h"
@@ -89,6 +90,33 @@ TEST(CudaEndToEndTest, Stories260KLogitsMatchCpuWithChunkedPrefill) {
     SCOPED_TRACE(chunk);
     const std::vector<float> got = testing::PrefillLogits(*gpu.runner, tokens, chunk);
     ORCA_EXPECT_CONSISTENT(got, want, 1e-3);
+  }
+}
+
+// Prompt logprobs on the GPU (LM head passes of 128 rows, scores on the host) equal the
+// CPU backend's: whole prefill of 199 scored rows (two passes) and chunks of 16.
+TEST(CudaEndToEndTest, Stories260KPromptLogprobsMatchCpu) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_GPU();
+  std::vector<int32_t> tokens = {1, 403, 407, 261, 378};
+  for (int i = 0; i < 195; ++i) tokens.push_back((i * 7919 + 13) % 512);
+  auto cpu = testing::LoadModel(dir);
+  ASSERT_NE(cpu.runner, nullptr);
+  GpuModel gpu = LoadOnGpu(dir);
+  ASSERT_NE(gpu.runner, nullptr);
+  const std::vector<PromptLogprob> want = testing::ScorePrompt(*cpu.runner, tokens, 200, 3);
+  ASSERT_EQ(want.size(), tokens.size() - 1);
+  for (int32_t chunk : {200, 16}) {
+    SCOPED_TRACE(chunk);
+    const std::vector<PromptLogprob> got = testing::ScorePrompt(*gpu.runner, tokens, chunk, 3);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].token_id, want[i].token_id);
+      EXPECT_NEAR(got[i].logprob, want[i].logprob, 1e-3) << "position " << i + 1;
+      EXPECT_NEAR(got[i].rank, want[i].rank, 2) << "position " << i + 1;
+      ASSERT_EQ(got[i].top_logprobs.size(), 3u);
+      EXPECT_EQ(got[i].top_logprobs[0].first, want[i].top_logprobs[0].first) << i + 1;
+    }
   }
 }
 

@@ -2,8 +2,9 @@
 // scheduler produces under churn (admission, chunked prefill, decodes, preemption and
 // recompute, aborts, penalties that need the token history, two batches in flight)
 // decodes on the rank side to exactly the plan the scheduler made, through the wire
-// format; a rank that missed a plan refuses the next one that builds on it; and the
-// bytes per plan stop growing with the context.
+// format, and the ranks' results (sampled tokens, prompt logprobs) come back exactly; a rank that
+// missed a plan refuses the next one that builds on it; and the bytes per plan stop growing with
+// the context.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -36,6 +37,8 @@ std::unique_ptr<Request> RandomRequest(uint64_t id, std::mt19937& rng) {
   r->sampling.seed = id;
   r->min_tokens = static_cast<int32_t>(rng() % 3);
   r->stop_token_ids = {0};
+  // (From the id: more draws would change the churn the seeds were chosen for.)
+  if (id % 3 == 0) r->sampling.prompt_logprobs = static_cast<int32_t>(id % 2);
   return r;
 }
 
@@ -47,9 +50,42 @@ IterationResult Sample(const IterationPlan& plan, std::mt19937& rng) {
     SampledToken t;
     t.seq_id = s.seq_id;
     t.token_id = 1 + static_cast<int32_t>(rng() % 499);
+    t.logprob = -0.5f;
+    t.top_logprobs = {{t.token_id, -0.5f}, {2, -1.5f}};
     result.tokens.push_back(t);
   }
+  for (const ScheduledSequence& s : plan.seqs) {
+    if (s.prompt_logprob_targets.empty()) continue;
+    SequencePromptLogprobs p;
+    p.seq_id = s.seq_id;
+    p.first_position = s.start_pos + s.prompt_logprobs_from + 1;
+    for (int32_t target : s.prompt_logprob_targets) {
+      p.entries.push_back(PromptLogprob{target, -1.25f, 3, {{target, -1.25f}, {4, -2.0f}}});
+    }
+    result.prompt_logprobs.push_back(std::move(p));
+  }
   return result;
+}
+
+// The result as a rank sends it and the scheduler reads it.
+IterationResult ResultThroughTheWire(const IterationResult& result) {
+  v1::IterationDone msg;
+  ToProto(result, &msg);
+  std::string wire;
+  EXPECT_TRUE(msg.SerializeToString(&wire));
+  v1::IterationDone parsed;
+  EXPECT_TRUE(parsed.ParseFromString(wire));
+  IterationResult back = FromProto(parsed);
+  EXPECT_EQ(back.iteration, result.iteration);
+  EXPECT_EQ(back.prompt_logprobs, result.prompt_logprobs);
+  EXPECT_EQ(back.tokens.size(), result.tokens.size());
+  for (size_t i = 0; i < back.tokens.size() && i < result.tokens.size(); ++i) {
+    EXPECT_EQ(back.tokens[i].seq_id, result.tokens[i].seq_id);
+    EXPECT_EQ(back.tokens[i].token_id, result.tokens[i].token_id);
+    EXPECT_EQ(back.tokens[i].logprob, result.tokens[i].logprob);
+    EXPECT_EQ(back.tokens[i].top_logprobs, result.tokens[i].top_logprobs);
+  }
+  return back;
 }
 
 TEST(PlanDeltaTest, EveryPlanOfAChurningSchedulerDecodesExactly) {
@@ -67,7 +103,7 @@ TEST(PlanDeltaTest, EveryPlanOfAChurningSchedulerDecodesExactly) {
     PlanDecoder decoder;
     std::deque<ScheduledBatch> inflight;
     uint64_t next_id = 1, iteration = 0;
-    int plans = 0, deltas = 0;
+    int plans = 0, deltas = 0, prompt_scores = 0;
     for (int step = 0; step < 1500; ++step) {
       const int op = static_cast<int>(rng() % 10);
       if (op < 3) {
@@ -88,7 +124,11 @@ TEST(PlanDeltaTest, EveryPlanOfAChurningSchedulerDecodesExactly) {
           inflight.push_back(std::move(b));
         }
         if (!inflight.empty() && (rng() % 2 || inflight.size() >= 2)) {
-          sched.Update(inflight.front(), Sample(inflight.front().plan, rng));
+          for (const RequestUpdate& u : sched.Update(
+                   inflight.front(), ResultThroughTheWire(Sample(inflight.front().plan, rng)))) {
+            prompt_scores += static_cast<int>(u.prompt_logprobs.size());
+            EXPECT_NE(u.finish_reason, FinishReason::kError) << "seed " << seed;
+          }
           inflight.pop_front();
         }
       }
@@ -96,6 +136,7 @@ TEST(PlanDeltaTest, EveryPlanOfAChurningSchedulerDecodesExactly) {
     EXPECT_GT(plans, 300) << "seed " << seed;
     EXPECT_GT(deltas, 100) << "seed " << seed << ": tables were always sent whole";
     EXPECT_GT(sched.num_preemptions(), 0) << "seed " << seed;
+    EXPECT_GT(prompt_scores, 100) << "seed " << seed;
     // What both ends hold is bounded by the sequences alive, not by all ever seen.
     EXPECT_EQ(encoder.num_held(), decoder.num_held());
     EXPECT_LE(encoder.num_held(), static_cast<size_t>(c.max_running()) * 2 + 2);

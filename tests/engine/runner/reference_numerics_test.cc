@@ -19,9 +19,13 @@ namespace {
 
 using ::orca::testing::GreedyAlone;
 using ::orca::testing::LoadModel;
+using ::orca::testing::NextChunk;
 using ::orca::testing::PrefillLogits;
 using ::orca::testing::ReferenceLogits;
+using ::orca::testing::ReferencePrompt;
+using ::orca::testing::ReferencePromptLogprobs;
 using ::orca::testing::RowRelativeError;
+using ::orca::testing::ScorePrompt;
 
 constexpr double kMaxRelativeError = 1e-4;
 
@@ -130,6 +134,63 @@ TEST(StoriesTest, SixteenBitKvCacheLogitsMatchPyTorch) {
                 << " against the float32-cache one\n";
       EXPECT_LT(worst, kMaxRelativeError16) << DTypeName(kv) << " chunk " << chunk;
     }
+  }
+}
+
+// Prompt logprobs (OpenAI `echo` + `logprobs`): a prompt scored chunk by chunk through
+// Execute, as the scheduler plans it (a chunk's last row scores the next chunk's first
+// token; rows scored before a recompute are skipped; 164 rows in one chunk take two
+// passes through the LM head), against torch.log_softmax of the
+// float64 reference (reference_logprobs.py). The top 5 must agree exactly, and ranks
+// wherever the reference can tell the neighbours apart.
+constexpr double kMaxLogprobError = 1e-4;  // measured 6e-6..1.1e-5
+TEST(StoriesTest, PromptLogprobsMatchPyTorch) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_TORCH(python);
+  auto m = LoadModel(dir);
+  ASSERT_NE(m.runner, nullptr);
+  std::vector<int32_t> tokens = {1, 403, 407, 261, 378};
+  std::vector<int32_t> story = GreedyAlone(*m.runner, tokens, 100);
+  tokens.insert(tokens.end(), story.begin(), story.end());
+  for (int i = 0; i < 60; ++i) tokens.push_back((i * 7919 + 13) % 512);  // unlikely tokens
+  const int32_t total = static_cast<int32_t>(tokens.size()), top_n = 5;
+  const ReferencePrompt ref = ReferencePromptLogprobs(python, dir, tokens, top_n);
+  ASSERT_EQ(ref.logprobs.size(), tokens.size());
+  struct Way {
+    int32_t chunk;
+    int32_t scored_before;  // positions 1 .. scored_before came back before a recompute
+  };
+  for (const Way way : {Way{total, 0}, Way{37, 0}, Way{16, 21}, Way{1, 0}}) {
+    SCOPED_TRACE(absl::StrCat("chunks of ", way.chunk, ", ", way.scored_before, " scored before"));
+    const std::vector<PromptLogprob> got =
+        ScorePrompt(*m.runner, tokens, way.chunk, top_n, way.scored_before);
+    ASSERT_EQ(static_cast<int32_t>(got.size()), total - 1 - way.scored_before);
+    double worst = 0;
+    int32_t exact_ranks = 0;
+    for (size_t k = 0; k < got.size(); ++k) {
+      const size_t pos = static_cast<size_t>(way.scored_before) + 1 + k;
+      const PromptLogprob& g = got[k];
+      EXPECT_EQ(g.token_id, tokens[pos]);
+      worst = std::max(worst, std::abs(g.logprob - ref.logprobs[pos]));
+      ASSERT_NEAR(g.logprob, ref.logprobs[pos], kMaxLogprobError) << "position " << pos;
+      // Exact where no other logit is within 2e-4 of the token's (~8e-6 apart here).
+      const auto [lo, hi] = ref.rank_ranges[pos];
+      if (lo == hi) {
+        EXPECT_EQ(g.rank, ref.ranks[pos]) << "position " << pos;
+      }
+      EXPECT_GE(g.rank, lo) << "position " << pos;
+      EXPECT_LE(g.rank, hi) << "position " << pos;
+      exact_ranks += lo == hi ? 1 : 0;
+      ASSERT_EQ(g.top_logprobs.size(), ref.top[pos].size());
+      for (size_t t = 0; t < g.top_logprobs.size(); ++t) {
+        EXPECT_EQ(g.top_logprobs[t].first, ref.top[pos][t].first) << "position " << pos;
+        EXPECT_NEAR(g.top_logprobs[t].second, ref.top[pos][t].second, kMaxLogprobError);
+      }
+    }
+    RecordProperty(absl::StrCat("max_logprob_error_chunk_", way.chunk), std::to_string(worst));
+    std::cout << "chunks of " << way.chunk << ": max |logprob - reference| " << worst << ", "
+              << exact_ranks << " of " << got.size() << " ranks unambiguous\n";
+    EXPECT_GT(exact_ranks, static_cast<int32_t>(got.size()) / 2);
   }
 }
 

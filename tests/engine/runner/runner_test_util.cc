@@ -6,6 +6,8 @@
 #include <cmath>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tests/testutil/testutil.h"
@@ -67,6 +69,42 @@ ScheduledSequence NextChunk(uint64_t seq_id, const std::vector<int32_t>& tokens,
   return ss;
 }
 
+std::vector<PromptLogprob> ScorePrompt(ModelRunner& runner, const std::vector<int32_t>& tokens,
+                                       int32_t chunk, int32_t top_n, int32_t scored_before) {
+  KvBlockPool pool(runner.num_kv_blocks(), runner.block_size());
+  BlockTable table;
+  std::vector<PromptLogprob> got;
+  const int32_t total = static_cast<int32_t>(tokens.size());
+  int32_t computed = 0;
+  while (computed < total) {
+    ScheduledSequence s = NextChunk(1, tokens, computed, chunk, table, pool);
+    const int32_t n = static_cast<int32_t>(s.token_ids.size());
+    s.sampling.prompt_logprobs = top_n;
+    const int32_t first = std::max(computed + 1, scored_before + 1);
+    s.prompt_logprobs_from = std::max(0, first - 1 - computed);
+    for (int32_t p = first; p < std::min(computed + n + 1, total); ++p)
+      s.prompt_logprob_targets.push_back(tokens[p]);
+    IterationPlan plan;
+    plan.seqs.push_back(s);
+    auto result = runner.Execute(plan);
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok()) break;
+    if (s.prompt_logprob_targets.empty()) {
+      EXPECT_TRUE(result->prompt_logprobs.empty());
+    } else if (result->prompt_logprobs.size() != 1) {
+      ADD_FAILURE() << result->prompt_logprobs.size() << " prompt logprob results for one chunk";
+      break;
+    } else {
+      const SequencePromptLogprobs& scored = result->prompt_logprobs[0];
+      EXPECT_EQ(scored.first_position, scored_before + 1 + static_cast<int32_t>(got.size()));
+      got.insert(got.end(), scored.entries.begin(), scored.entries.end());
+    }
+    computed += n;
+  }
+  table.Release(pool);
+  return got;
+}
+
 std::vector<int32_t> GreedyAlone(ModelRunner& runner, const std::vector<int32_t>& prompt,
                                  int32_t n) {
   KvBlockPool pool(runner.num_kv_blocks(), runner.block_size());
@@ -117,6 +155,42 @@ std::vector<double> ReferenceLogits(const std::string& python, const std::string
   in.read(reinterpret_cast<char*>(logits.data()),
           static_cast<std::streamsize>(logits.size() * sizeof(double)));
   return logits;
+}
+
+ReferencePrompt ReferencePromptLogprobs(const std::string& python, const std::string& model_dir,
+                                        const std::vector<int32_t>& tokens, int32_t top_n,
+                                        DType kv_dtype) {
+  TempDir tmp;
+  {
+    std::ofstream f(tmp.file("tokens.json"));
+    f << "[" << absl::StrJoin(tokens, ",") << "]";
+  }
+  const std::string script = SourceDir() + "/tests/engine/runner/reference_logprobs.py";
+  const std::string cmd = absl::StrCat(
+      python, " ", script, " '", model_dir, "' ", tmp.file("tokens.json"), " ", top_n,
+      kv_dtype == DType::kF32 ? "" : absl::StrCat(" ", std::string(DTypeName(kv_dtype))),
+      " 2>/dev/null");
+  std::string output;
+  const int rc = RunCommand(cmd, &output);
+  EXPECT_EQ(rc, 0) << output;
+  ReferencePrompt out;
+  const nlohmann::json j = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    ADD_FAILURE() << "reference_logprobs.py printed no JSON: " << output.substr(0, 500);
+    return out;
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const bool first = i == 0;
+    out.logprobs.push_back(first ? 0.0 : j["logprobs"][i].get<double>());
+    out.ranks.push_back(first ? 0 : j["ranks"][i].get<int32_t>());
+    out.rank_ranges.emplace_back(first ? 0 : j["rank_ranges"][i][0].get<int32_t>(),
+                                 first ? 0 : j["rank_ranges"][i][1].get<int32_t>());
+    auto& top = out.top.emplace_back();
+    if (!first) {
+      for (const auto& e : j["top"][i]) top.emplace_back(e[0].get<int32_t>(), e[1].get<double>());
+    }
+  }
+  return out;
 }
 
 double RowRelativeError(const float* a, const double* b, int32_t vocab) {

@@ -28,6 +28,23 @@ class FakeModel {
         int32_t pos = s.start_pos + static_cast<int32_t>(i);
         kv_[Slot(s, pos)] = s.token_ids[i];
       }
+      // "Scores" prompt token p as logprob -p, checking the targets it can see.
+      if (!s.prompt_logprob_targets.empty() && score_prompts) {
+        SequencePromptLogprobs scored;
+        scored.seq_id = s.seq_id;
+        scored.first_position = s.start_pos + s.prompt_logprobs_from + 1;
+        for (size_t i = 0; i < s.prompt_logprob_targets.size(); ++i) {
+          const size_t next_row = static_cast<size_t>(s.prompt_logprobs_from) + i + 1;
+          if (next_row < s.token_ids.size()) {
+            EXPECT_EQ(s.prompt_logprob_targets[i], s.token_ids[next_row]);
+          }
+          PromptLogprob p;
+          p.token_id = s.prompt_logprob_targets[i];
+          p.logprob = -static_cast<float>(scored.first_position + static_cast<int32_t>(i));
+          scored.entries.push_back(p);
+        }
+        result.prompt_logprobs.push_back(std::move(scored));
+      }
       if (!s.sample) continue;
       uint64_t h = 1469598103934665603ull;
       int32_t end = s.start_pos + static_cast<int32_t>(s.token_ids.size());
@@ -46,6 +63,8 @@ class FakeModel {
     }
     return result;
   }
+
+  bool score_prompts = true;  // false: a rank that leaves prompt logprobs out
 
  private:
   int32_t Slot(const ScheduledSequence& s, int32_t pos) const {
@@ -85,6 +104,8 @@ struct Harness {
     auto updates = sched.Update(batch, model.Execute(batch.plan));
     for (const auto& u : updates) {
       for (int32_t t : u.new_tokens) outputs[u.request_id].push_back(t);
+      auto& scores = prompt_scores[u.request_id];
+      scores.insert(scores.end(), u.prompt_logprobs.begin(), u.prompt_logprobs.end());
       if (u.finished) finished[u.request_id] = u.finish_reason;
     }
     return updates;
@@ -99,8 +120,20 @@ struct Harness {
   FakeModel model;
   std::vector<ScheduledBatch> plans;
   std::map<uint64_t, std::vector<int32_t>> outputs;
+  std::map<uint64_t, std::vector<PromptLogprob>> prompt_scores;
   std::map<uint64_t, FinishReason> finished;
 };
+
+// Expects `scores` to be the fake's scores of prompt positions 1 .. P-1 of `prompt`,
+// each once, in order.
+void ExpectWholePromptScored(const std::vector<int32_t>& prompt,
+                             const std::vector<PromptLogprob>& scores, uint64_t id) {
+  ASSERT_EQ(scores.size() + 1, prompt.size()) << "request " << id;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    EXPECT_EQ(scores[i].token_id, prompt[i + 1]) << "request " << id << " position " << i + 1;
+    EXPECT_EQ(scores[i].logprob, -static_cast<float>(i + 1)) << "request " << id;
+  }
+}
 
 bool InPlan(const ScheduledBatch& b, uint64_t id) {
   for (const auto& s : b.plan.seqs) {
@@ -221,6 +254,81 @@ std::map<uint64_t, std::vector<int32_t>> RunWorkload(SchedulerConfig c, int32_t 
   *preemptions = h.sched.num_preemptions();
   for (uint64_t id = 1; id <= 40; ++id) EXPECT_EQ(h.finished[id], FinishReason::kLength) << id;
   return h.outputs;
+}
+
+// Prompt logprobs: chunked prefill scores every prompt position exactly once, in order,
+// a chunk's last row scoring the next chunk's first token; requests preempted and
+// recomputed (prompt or outputs) never score a position twice, and outputs are those
+// of a run with room for all.
+TEST(SchedulerTest, PromptLogprobsCoverThePromptOnceAcrossChunksAndPreemption) {
+  SchedulerConfig c;
+  c.max_batched_tokens = 12;
+  c.max_model_len = 256;
+  c.prefix_caching = false;
+  auto run = [&](int32_t num_blocks, int64_t* preemptions) {
+    Harness h(c, num_blocks);
+    std::mt19937 rng(5);
+    std::map<uint64_t, std::vector<int32_t>> prompts;
+    for (uint64_t id = 1; id <= 24; ++id) {
+      auto r = MakeRequest(id, 2 + static_cast<int32_t>(rng() % 45), 3 + rng() % 20);
+      r->sampling.prompt_logprobs = id % 3 == 0 ? -1 : static_cast<int32_t>(id % 2);
+      if (r->sampling.prompt_logprobs >= 0) prompts[id] = r->prompt_tokens;
+      EXPECT_TRUE(h.sched.Add(std::move(r)).ok());
+    }
+    h.RunToCompletion();
+    for (const auto& [id, prompt] : prompts)
+      ExpectWholePromptScored(prompt, h.prompt_scores[id], id);
+    for (uint64_t id = 3; id <= 24; id += 3) EXPECT_TRUE(h.prompt_scores[id].empty()) << id;
+    EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+    *preemptions = h.sched.num_preemptions();
+    return h.outputs;
+  };
+  int64_t roomy = -1, squeezed = -1;
+  const auto reference = run(4000, &roomy);
+  EXPECT_EQ(roomy, 0);
+  EXPECT_EQ(run(30, &squeezed), reference);
+  EXPECT_GT(squeezed, 0) << "the workload should force preemptions";
+}
+
+// A request that wants its prompt scored computes every prompt row: it does not start
+// from the prefix cache (it still fills it for others).
+TEST(SchedulerTest, PromptLogprobsBypassThePrefixCache) {
+  SchedulerConfig c;
+  c.max_model_len = 256;
+  Harness h(c, 64, 4);
+  ASSERT_TRUE(h.sched.Add(MakeRequest(1, 22, 5, 1, /*prompt_seed=*/77)).ok());
+  h.RunToCompletion();
+  auto scored = MakeRequest(2, 22, 5, 2, /*prompt_seed=*/77);
+  scored->sampling.prompt_logprobs = 0;
+  const std::vector<int32_t> prompt = scored->prompt_tokens;
+  ASSERT_TRUE(h.sched.Add(std::move(scored)).ok());
+  h.Step();
+  EXPECT_EQ(h.plans.back().plan.seqs[0].start_pos, 0);
+  h.RunToCompletion();
+  ExpectWholePromptScored(prompt, h.prompt_scores[2], 2);
+  EXPECT_EQ(h.outputs[2], h.outputs[1]);
+  ASSERT_TRUE(h.sched.Add(MakeRequest(3, 22, 5, 3, /*prompt_seed=*/77)).ok());
+  h.Step();
+  EXPECT_EQ(h.plans.back().plan.seqs[0].start_pos, 20);
+  EXPECT_EQ(h.sched.num_prefix_cache_hit_tokens(), 20);
+}
+
+// A rank whose result lacks the prompt logprobs a plan asked for fails that request
+// (an error, its blocks freed), never leaves a hole in what the client gets.
+TEST(SchedulerTest, MissingPromptLogprobsFailTheRequest) {
+  SchedulerConfig c;
+  c.max_model_len = 256;
+  c.max_batched_tokens = 8;
+  Harness h(c, 64, 4);
+  h.model.score_prompts = false;
+  auto r = MakeRequest(1, 20, 5);
+  r->sampling.prompt_logprobs = 1;
+  ASSERT_TRUE(h.sched.Add(std::move(r)).ok());
+  ASSERT_TRUE(h.sched.Add(MakeRequest(2, 20, 5)).ok());
+  h.RunToCompletion();
+  EXPECT_EQ(h.finished[1], FinishReason::kError);
+  EXPECT_EQ(h.finished[2], FinishReason::kLength);
+  EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
 }
 
 TEST(SchedulerTest, ReserveNeverPreemptsOrOvercommits) {

@@ -85,6 +85,46 @@ TEST_F(GrpcServerTest, StreamsTheGreedyContinuation) {
   EXPECT_EQ(usage.completion_tokens(), 8);
 }
 
+// prompt_logprobs over gRPC: the prompt's tokens 1..4 scored (ranks, top N) before or
+// with the first token id; "Once upon a time" is the model's own favourite start.
+TEST_F(GrpcServerTest, ScoresThePromptWhenAsked) {
+  v1::GenerateRequest req;
+  req.mutable_token_ids()->add_ids(1);
+  for (int32_t id : {403, 407, 261, 378}) req.mutable_token_ids()->add_ids(id);
+  req.set_max_tokens(2);
+  req.mutable_sampling()->set_temperature(0);
+  req.set_prompt_logprobs(2);
+  grpc::ClientContext ctx;
+  auto reader = stub_->Generate(&ctx, req);
+  v1::GenerateResponse resp;
+  std::vector<v1::TokenLogprob> scored;
+  bool token_seen = false;
+  while (reader->Read(&resp)) {
+    if (token_seen) {
+      EXPECT_EQ(resp.prompt_logprobs_size(), 0) << "scores after the first token";
+    }
+    scored.insert(scored.end(), resp.prompt_logprobs().begin(), resp.prompt_logprobs().end());
+    token_seen |= resp.token_ids_size() > 0;
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_EQ(scored.size(), 4u);
+  const int32_t expected[] = {403, 407, 261, 378};
+  for (size_t i = 0; i < scored.size(); ++i) {
+    EXPECT_EQ(scored[i].token_id(), expected[i]);
+    EXPECT_LT(scored[i].logprob(), 0.0f);
+    EXPECT_EQ(scored[i].rank(), 1) << i;
+    ASSERT_EQ(scored[i].top_size(), 2);
+    EXPECT_EQ(scored[i].top(0).token_id(), expected[i]);
+  }
+  v1::GenerateRequest bad = req;
+  bad.set_prompt_logprobs(21);
+  grpc::ClientContext bad_ctx;
+  auto bad_reader = stub_->Generate(&bad_ctx, bad);
+  while (bad_reader->Read(&resp)) {
+  }
+  EXPECT_EQ(bad_reader->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(GrpcServerTest, RejectsInvalidRequestsWithTheHttpRules) {
   auto code_of = [&](const v1::GenerateRequest& req) {
     grpc::ClientContext ctx;

@@ -24,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "tests/engine/server/raw_connection.h"
 #include "tests/testutil/testutil.h"
 
@@ -249,6 +250,124 @@ TEST_F(HttpServerTest, StreamsServerSentEventsEndingInDone) {
   }
   EXPECT_EQ(text, reference);
   EXPECT_EQ(finish_reason, "length");
+}
+
+// Returns the data frames of an SSE body, [DONE] left out.
+std::vector<json> SseChunks(const std::string& body) {
+  std::vector<json> out;
+  for (absl::string_view frame : absl::StrSplit(body, "\n\n", absl::SkipEmpty())) {
+    EXPECT_TRUE(absl::ConsumePrefix(&frame, "data: ")) << frame;
+    if (frame == "[DONE]") continue;
+    out.push_back(json::parse(frame, nullptr, false));
+    EXPECT_FALSE(out.back().is_discarded()) << frame;
+  }
+  return out;
+}
+
+// Completions' `echo` with `logprobs` (what lm-eval-harness sends for log-likelihoods):
+// `logprobs` covers the prompt's tokens (the first without a logprob) and then the
+// generated ones, the same for every choice of a prompt and streamed or not. The values
+// themselves are checked against PyTorch in e2e/serving/openai_client.test.mjs.
+TEST_F(HttpServerTest, EchoWithLogprobsScoresThePromptStreamedAndNot) {
+  const json body = {{"prompt", "Once upon a time"},
+                     {"max_tokens", 3},
+                     {"temperature", 0},
+                     {"echo", true},
+                     {"logprobs", 2},
+                     {"n", 2}};
+  auto res = PostJson("/v1/completions", body);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json j = json::parse(res->body);
+  ASSERT_EQ(j["choices"].size(), 2u);
+  const int prompt_len = j["usage"]["prompt_tokens"];
+  ASSERT_EQ(prompt_len, 5);  // <s> Once upon a time
+  json prompt_part;
+  for (const json& c : j["choices"]) {
+    EXPECT_TRUE(absl::StartsWith(c["text"].get<std::string>(), "Once upon a time")) << c;
+    const json& lp = c["logprobs"];
+    ASSERT_EQ(lp["tokens"].size(), static_cast<size_t>(prompt_len + 3)) << lp;
+    ASSERT_EQ(lp["token_logprobs"].size(), lp["tokens"].size());
+    ASSERT_EQ(lp["top_logprobs"].size(), lp["tokens"].size());
+    ASSERT_EQ(lp["text_offset"].size(), lp["tokens"].size());
+    EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+    EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+    for (size_t i = 1; i < lp["tokens"].size(); ++i) {
+      EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0) << i;
+      const json& top = lp["top_logprobs"][i];
+      EXPECT_TRUE(top.contains(lp["tokens"][i].get<std::string>())) << top;
+      EXPECT_LE(top.size(), 3u) << top;  // the top 2 and the token itself
+      EXPECT_GE(lp["text_offset"][i].get<int>(), lp["text_offset"][i - 1].get<int>());
+    }
+    json part = {lp["tokens"], lp["token_logprobs"]};
+    for (json& a : part) a.erase(a.begin() + prompt_len, a.end());
+    if (prompt_part.is_null()) prompt_part = part;
+    EXPECT_EQ(part, prompt_part) << "the choices of one prompt score it alike";
+  }
+
+  json streamed = body;
+  streamed["stream"] = true;
+  streamed["n"] = 1;
+  auto sres = PostJson("/v1/completions", streamed);
+  ASSERT_TRUE(sres);
+  ASSERT_EQ(sres->status, 200) << sres->body;
+  const std::vector<json> chunks = SseChunks(sres->body);
+  ASSERT_GE(chunks.size(), 4u);
+  const json& first = chunks[0]["choices"][0];
+  EXPECT_EQ(first["text"], "Once upon a time");
+  json part = {first["logprobs"]["tokens"], first["logprobs"]["token_logprobs"]};
+  EXPECT_EQ(part, prompt_part) << "the echoed chunk carries the prompt's scores";
+  std::string text;
+  for (const json& c : chunks) text += c["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(text, j["choices"][0]["text"]);
+}
+
+// vLLM's `prompt_logprobs` field, on both endpoints: per prompt token (the first null)
+// a map from token id to logprob, rank and text holding the token and the top N; out of
+// range values are a 400 naming the field.
+TEST_F(HttpServerTest, PromptLogprobsFieldOnBothEndpoints) {
+  for (const bool chat : {false, true}) {
+    json body = {{"max_tokens", 2}, {"prompt_logprobs", 1}};
+    if (chat) {
+      body["messages"] = json::array({{{"role", "user"}, {"content", "Tell me a story"}}});
+    } else {
+      body["prompt"] = std::vector<int>{1, 403, 407, 261, 378};
+    }
+    for (const bool stream : {false, true}) {
+      body["stream"] = stream;
+      auto res = PostJson(chat ? "/v1/chat/completions" : "/v1/completions", body);
+      ASSERT_TRUE(res);
+      ASSERT_EQ(res->status, 200) << res->body;
+      const json choice =
+          stream ? SseChunks(res->body).at(0)["choices"][0] : json::parse(res->body)["choices"][0];
+      const json& p = choice["prompt_logprobs"];
+      ASSERT_TRUE(p.is_array()) << choice;
+      ASSERT_GE(p.size(), 5u);
+      EXPECT_TRUE(p[0].is_null());
+      for (size_t i = 1; i < p.size(); ++i) {
+        ASSERT_TRUE(p[i].is_object()) << p[i];
+        EXPECT_GE(p[i].size(), 1u);
+        EXPECT_LE(p[i].size(), 2u);
+        bool has_rank_one = false;
+        for (const auto& [id, e] : p[i].items()) {
+          EXPECT_LE(e["logprob"].get<double>(), 0.0);
+          EXPECT_GE(e["rank"].get<int>(), 1);
+          EXPECT_TRUE(e["decoded_token"].is_string());
+          has_rank_one |= e["rank"] == 1;
+        }
+        EXPECT_TRUE(has_rank_one) << p[i];
+      }
+      if (!chat) {
+        EXPECT_TRUE(p[1].contains("403")) << p[1];  // the prompt's second token
+      }
+    }
+  }
+  for (const int bad : {-2, 21}) {
+    auto res = PostJson("/v1/completions", {{"prompt", "hi"}, {"prompt_logprobs", bad}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400);
+    ExpectErrorObject(res->body, "prompt_logprobs");
+  }
 }
 
 TEST_F(HttpServerTest, RejectsABadFieldWith400AndItsParam) {
