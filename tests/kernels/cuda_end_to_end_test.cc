@@ -113,7 +113,9 @@ TEST(CudaEndToEndTest, Stories260KPromptLogprobsMatchCpu) {
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_EQ(got[i].token_id, want[i].token_id);
       EXPECT_NEAR(got[i].logprob, want[i].logprob, 1e-3) << "position " << i + 1;
-      EXPECT_NEAR(got[i].rank, want[i].rank, 2) << "position " << i + 1;
+      // Deep in the vocabulary neighbouring logits are closer than the two backends'
+      // rounding: ranks there may swap by a few places.
+      EXPECT_NEAR(got[i].rank, want[i].rank, 2 + want[i].rank / 50) << "position " << i + 1;
       ASSERT_EQ(got[i].top_logprobs.size(), 3u);
       EXPECT_EQ(got[i].top_logprobs[0].first, want[i].top_logprobs[0].first) << i + 1;
     }
