@@ -230,6 +230,55 @@ test('echo + logprobs equal PyTorch over a chunked prompt (lm-eval-harness log-l
   }
 });
 
+// Guided decoding (vLLM's guided_regex / guided_choice) with a model that knows nothing
+// of the formats: sampled (temperature 0.9, seeds, n = 2), streamed and not, every
+// output that ends with "stop" matches its pattern whole (JavaScript's RegExp is the
+// judge), and completions continue the prompt with its leading space. Every repetition
+// is bounded, so each output completes within max_tokens.
+const guidedPatterns = [
+  '[0-9]{3}-[0-9]{4}',
+  ' (yes|no|maybe)',
+  ' [A-Z][a-z]{1,8} (is|was) [a-z]{1,10}\\.',
+  '-?(0|[1-9][0-9]{0,5})(\\.[0-9]{1,3})?',
+  '"([^"\\\\\\n]|\\\\.){1,20}"',
+  '[a-z_][a-z0-9_]{2,8}',
+  '(true|false|null)',
+  ' [0-9]{1,4} (cats|dogs)',
+  '\\{"name": "[A-Za-z]{1,10}", "age": [0-9]{1,2}\\}',
+  '([a-z]{1,8}, ){2}[a-z]{1,8}',
+  ' Lily (ran|sat|smiled)( and [a-z]{1,8}){0,2}\\.',
+  '[A-Z]{2}[0-9]{2}( [A-Z]{3})?',
+];
+
+test('guided_regex and guided_choice outputs match, streamed and not', async (t) => {
+  if (skipOrFail(t)) return;
+  let checked = 0;
+  for (const [k, pattern] of guidedPatterns.entries()) {
+    const re = new RegExp(`^(?:${pattern})$`);
+    const r = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 48,
+                                                temperature: 0.9, seed: k, n: 2, guided_regex: pattern });
+    for (const c of r.choices) {
+      assert.equal(c.finish_reason, 'stop', `${pattern}: ${JSON.stringify(c.text)}`);
+      assert.match(c.text, re, `pattern ${pattern}`);
+      checked++;
+    }
+    const stream = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 48,
+                                                     temperature: 0.9, seed: 100 + k, stream: true, guided_regex: pattern });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
+    assert.match(text, re, `streamed, pattern ${pattern}`);
+    checked++;
+  }
+  const choices = [' happy', ' sad', ' very big', ' under the bed'];
+  const c = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'How was the cat?' }],
+                                                   max_tokens: 16, temperature: 1, seed: 7, n: 4, guided_choice: choices });
+  for (const ch of c.choices) assert.ok(choices.includes(ch.message.content), ch.message.content);
+  t.diagnostic(`${checked + 4} guided outputs matched`);
+  // A pattern the compiler refuses is a 400 naming the field.
+  await assert.rejects(client.completions.create({ model: 'stories260K', prompt: 'x', guided_regex: '(a)\\1' }),
+                       (e) => e.status === 400 && e.error?.param === 'guided_regex');
+});
+
 test('models, tokenize, detokenize, health, version', async (t) => {
   if (skipOrFail(t)) return;
   const models = await client.models.list();

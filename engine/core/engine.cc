@@ -83,12 +83,25 @@ void Engine::Stop() {
   if (outputs_) outputs_->AbortAll(absl::UnavailableError("the server is shutting down"));
 }
 
+absl::StatusOr<std::shared_ptr<const TokenGuide>> Engine::Guide(const std::string& pattern) {
+  GuideCache* cache;
+  {
+    absl::MutexLock lock(&guides_mu_);
+    if (!guides_)
+      guides_ = std::make_unique<GuideCache>(TokenVocabulary::FromTokenizer(*tokenizer_));
+    cache = guides_.get();  // lives as long as the engine
+  }
+  return cache->Get(pattern);
+}
+
 absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {
   const ModelConfig& c = executor_->config();
   ORCA_RETURN_IF_ERROR(ValidateRequest(params.prompt_tokens, params.max_tokens, limits_));
   auto r = std::make_unique<Request>();
   r->prompt_tokens = std::move(params.prompt_tokens);
   r->sampling = params.sampling;
+  r->guide = std::move(params.guide);
+  if (r->guide) r->guide_state = r->guide->start();
   r->sampling.seed = params.seed ? *params.seed : DrawSeed();
   r->max_tokens = params.max_tokens;
   r->min_tokens = params.min_tokens;
@@ -104,7 +117,9 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams par
                     params.include_stop_str_in_output,
                     params.skip_special_tokens,
                     static_cast<int32_t>(r->prompt_tokens.size()),
-                    r->arrival_time};
+                    r->arrival_time,
+                    {r->prompt_tokens.end() - std::min<size_t>(r->prompt_tokens.size(), 6),
+                     r->prompt_tokens.end()}};
 
   absl::MutexLock lock(&mu_);
   if (stop_) return absl::UnavailableError("the engine is stopped");

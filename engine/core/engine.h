@@ -24,6 +24,7 @@
 #include "engine/core/executor.h"
 #include "engine/core/output_processor.h"
 #include "engine/core/request_stream.h"
+#include "engine/guided/token_guide.h"
 #include "engine/sched/request_limits.h"
 #include "engine/sched/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -58,6 +59,8 @@ struct GenerateParams {
   std::vector<std::string> stop;  // stop strings
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
+  // Guided decoding: the output must match this (Engine::Guide compiles it).
+  std::shared_ptr<const TokenGuide> guide;
 };
 
 struct EngineSnapshot {
@@ -95,6 +98,10 @@ class Engine {
   void Abort(uint64_t request_id);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The guide of `pattern` (a regular expression the output must match) over this
+  // model's vocabulary, compiled once and cached; InvalidArgument naming what the
+  // pattern compiler refuses. Thread-safe (the vocabulary's trie is built on first use).
+  absl::StatusOr<std::shared_ptr<const TokenGuide>> Guide(const std::string& pattern);
   const ModelConfig& model_config() const { return executor_->config(); }
   // Whether the executor can run plans (a serving group is complete). Thread-safe.
   bool ready() const { return executor_->ready(); }
@@ -113,6 +120,8 @@ class Engine {
 
  private:
   Engine() = default;
+  absl::Mutex guides_mu_;
+  std::unique_ptr<GuideCache> guides_ ABSL_GUARDED_BY(guides_mu_);
   // The engine thread: Step() until stopped.
   void Loop();
   // One step of the core loop, schedule -> execute -> update (vLLM's EngineCore.step):

@@ -37,7 +37,8 @@ OutputProcessor::~OutputProcessor() = default;
 std::shared_ptr<RequestStream> OutputProcessor::Add(uint64_t id, OutputOptions options) {
   auto live = std::make_unique<Live>();
   live->stream = std::make_shared<RequestStream>(id);
-  live->detok = std::make_unique<StreamingDetokenizer>(tokenizer_, options.skip_special_tokens);
+  live->detok = std::make_unique<StreamingDetokenizer>(tokenizer_, options.skip_special_tokens,
+                                                       options.prompt_tail);
   live->stop =
       std::make_unique<StopChecker>(std::move(options.stop), options.include_stop_str_in_output);
   live->stop_token_ids = std::move(options.stop_token_ids);

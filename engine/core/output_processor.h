@@ -44,6 +44,9 @@ struct OutputOptions {
   bool skip_special_tokens = true;
   int32_t prompt_tokens = 0;
   double arrival = 0;  // seconds, the engine's clock
+  // The prompt's last few ids: the first output token is decoded after them, so a
+  // leading space ("▁time" after "Once upon a") is kept, as vLLM does.
+  std::vector<int32_t> prompt_tail;
 };
 
 class OutputProcessor {

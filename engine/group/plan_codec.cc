@@ -76,6 +76,7 @@ void CommonToProto(const ScheduledSequence& s, v1::ScheduledSequence* q) {
   q->set_prompt_logprobs_from(s.prompt_logprobs_from);
   q->mutable_prompt_logprob_targets()->Add(s.prompt_logprob_targets.begin(),
                                            s.prompt_logprob_targets.end());
+  q->mutable_allowed_token_mask()->Add(s.allowed_token_mask.begin(), s.allowed_token_mask.end());
 }
 
 ScheduledSequence CommonFromProto(const v1::ScheduledSequence& q) {
@@ -89,6 +90,7 @@ ScheduledSequence CommonFromProto(const v1::ScheduledSequence& q) {
   s.banned_token_ids = ToVector(q.banned_token_ids());
   s.prompt_logprobs_from = q.prompt_logprobs_from();
   s.prompt_logprob_targets = ToVector(q.prompt_logprob_targets());
+  s.allowed_token_mask = ToVector(q.allowed_token_mask());
   return s;
 }
 

@@ -60,6 +60,10 @@ struct ScheduledSequence {
   // outputs a recomputed sequence replays).
   int32_t prompt_logprobs_from = 0;
   std::vector<int32_t> prompt_logprob_targets;
+  // Guided decoding (engine/guided/): the tokens that may be sampled, as bits (token t
+  // when allowed_token_mask[t / 32] >> (t % 32) & 1; ids past the mask never); empty:
+  // every token.
+  std::vector<uint32_t> allowed_token_mask;
 
   bool operator==(const ScheduledSequence&) const = default;
 };

@@ -169,6 +169,12 @@ absl::Status ModelRunner::ValidatePlan(const IterationPlan& plan) const {
       if (b < 0 || b >= kv_shape_.num_blocks)
         return bad(absl::StrCat("block id ", b, " out of range"));
     }
+    // (Shorter: the tokenizer knows fewer ids than the embedding has rows; those beyond
+    // are never allowed.)
+    if (s.allowed_token_mask.size() > static_cast<size_t>(config_.vocab_size + 31) / 32) {
+      return bad(absl::StrCat("a token mask of ", s.allowed_token_mask.size(), " words for ",
+                              config_.vocab_size, " tokens"));
+    }
     if (!s.prompt_logprob_targets.empty()) {
       const int64_t rows_end =
           int64_t{s.prompt_logprobs_from} + static_cast<int64_t>(s.prompt_logprob_targets.size());

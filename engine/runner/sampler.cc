@@ -62,6 +62,15 @@ void ApplyPenalties(absl::Span<float> logits, const ScheduledSequence& seq) {
   for (int32_t t : seq.banned_token_ids) {
     if (t >= 0 && t < vocab) logits[t] = -INFINITY;
   }
+  // Guided decoding: only the tokens the mask allows.
+  if (!seq.allowed_token_mask.empty()) {
+    for (int32_t t = 0; t < vocab; ++t) {
+      const size_t word = static_cast<size_t>(t) / 32;
+      const bool allowed =
+          word < seq.allowed_token_mask.size() && ((seq.allowed_token_mask[word] >> (t % 32)) & 1);
+      if (!allowed) logits[t] = -INFINITY;
+    }
+  }
 }
 
 // log-softmax of `logits`: its normaliser and maximum.

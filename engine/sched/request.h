@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/guided/token_guide.h"
 #include "engine/kv/kv_block_pool.h"
 #include "engine/runner/iteration.h"
 
@@ -49,6 +50,10 @@ struct Request {
   // prompt's end, the request does not start from the prefix cache (cached rows would
   // never be scored).
   int32_t next_prompt_logprob = 1;
+  // Guided decoding: the compiled pattern the output must match, and its state after the
+  // output so far (kept across preemption: the outputs are replayed, not resampled).
+  std::shared_ptr<const TokenGuide> guide;
+  int32_t guide_state = 0;
 
   int32_t num_tokens() const {
     return static_cast<int32_t>(prompt_tokens.size() + output_tokens.size());

@@ -8,6 +8,13 @@
 #include "engine/sched/request_limits.h"
 
 namespace orca {
+namespace {
+
+bool IsEmptyMask(const std::vector<uint32_t>& mask) {
+  return std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; });
+}
+
+}  // namespace
 
 const char* FinishReasonName(FinishReason r) {
   switch (r) {
@@ -228,6 +235,16 @@ void IterationScheduler::AddToBatch(Request& r, int32_t n, ScheduledBatch& batch
   if (s.sample && static_cast<int32_t>(r.output_tokens.size()) < r.min_tokens) {
     s.banned_token_ids = r.stop_token_ids;
   }
+  if (s.sample && r.guide) {
+    s.allowed_token_mask = r.guide->Mask(r.guide_state);
+    // Stop tokens end the output where it already matches.
+    if (r.guide->accepting(r.guide_state)) {
+      for (int32_t t : r.stop_token_ids) {
+        if (t < 0 || static_cast<size_t>(t) / 32 >= s.allowed_token_mask.size()) continue;
+        s.allowed_token_mask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
+      }
+    }
+  }
   if (r.wants_prompt_logprobs()) {
     // Row p of the chunk predicts the token at p + 1: score the prompt positions of
     // (start, start + n] not scored before.
@@ -428,12 +445,29 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
     const bool is_stop = std::find(r->stop_token_ids.begin(), r->stop_token_ids.end(),
                                    sample->token_id) != r->stop_token_ids.end();
     const int32_t generated = static_cast<int32_t>(r->output_tokens.size());
-    if (is_stop && generated > r->min_tokens - 1) {
+    // Guided decoding: the output ends once it matches and nothing more may follow; a
+    // state with no allowed token and no match (the vocabulary cannot spell what the
+    // pattern needs next) fails the request rather than sampling outside the pattern.
+    bool guide_done = false, guide_stuck = false;
+    if (r->guide && !is_stop) {
+      r->guide_state = r->guide->Next(r->guide_state, sample->token_id);
+      guide_done = r->guide_state != TokenGuide::kDead && r->guide->complete(r->guide_state);
+      // (Where the output matches, a stop token may still end it.)
+      guide_stuck = r->guide_state == TokenGuide::kDead ||
+                    (!guide_done && IsEmptyMask(r->guide->Mask(r->guide_state)) &&
+                     (!r->guide->accepting(r->guide_state) || r->stop_token_ids.empty()));
+    }
+    if (guide_stuck) {
+      u.finish_reason = FinishReason::kError;
+    } else if ((is_stop && generated > r->min_tokens - 1) || guide_done) {
       u.finish_reason = FinishReason::kStop;
     } else if (generated >= r->max_tokens || r->num_tokens() >= config_.max_model_len) {
       u.finish_reason = FinishReason::kLength;
     }
-    if (u.finish_reason != FinishReason::kNone) {
+    if (u.finish_reason == FinishReason::kError) {
+      u.finished = true;
+      FinishRequest(*r, FinishReason::kError);
+    } else if (u.finish_reason != FinishReason::kNone) {
       u.finished = true;
       Complete(*r, u.finish_reason);
     }

@@ -74,10 +74,17 @@ absl::StatusOr<GenerationService::Started> GenerationService::Start(const OpenAi
     }
   }
   started.prompt_ids = prompts;
+  std::shared_ptr<const TokenGuide> guide;
+  if (!r.guided_pattern.empty()) {
+    absl::StatusOr<std::shared_ptr<const TokenGuide>> g = engine_->Guide(r.guided_pattern);
+    if (!g.ok()) return WithParam(g.status(), r.guided_param.c_str());
+    guide = *std::move(g);
+  }
   for (size_t p = 0; p < prompts.size(); ++p) {
     for (int32_t i = 0; i < r.n; ++i) {
       GenerateParams params = r.params;
       params.prompt_tokens = prompts[p];
+      params.guide = guide;
       if (params.max_tokens < 0) {  // chat without max_tokens: up to the context
         params.max_tokens = engine_->max_model_len() - static_cast<int32_t>(prompts[p].size());
         if (params.max_tokens < 1) params.max_tokens = 1;  // Submit reports the context error

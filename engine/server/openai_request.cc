@@ -11,6 +11,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "engine/common/status_macros.h"
+#include "engine/guided/byte_dfa.h"
 
 namespace orca {
 namespace {
@@ -21,6 +22,8 @@ constexpr int32_t kMaxN = 128;
 constexpr int32_t kMaxStops = 16;
 constexpr size_t kMaxStopLength = 256;
 constexpr int32_t kMaxLogprobs = 20;
+constexpr size_t kMaxGuidedBytes = 16384;
+constexpr size_t kMaxGuidedChoices = 1024;
 constexpr size_t kMaxPrompts = 64;
 
 // Builds an ordered_json from SAX events in linear time. (ordered_json::parse finds each
@@ -352,6 +355,66 @@ absl::Status ParseSampling(const json& j, OpenAiRequest& r) {
 
 }  // namespace
 
+namespace {
+
+// Guided decoding (vLLM's extra fields): `guided_regex` or `guided_choice`, at most one;
+// what is not built yet is refused by name, never ignored.
+absl::Status ParseGuided(const json& j, OpenAiRequest& r) {
+  Fields f(j);
+  for (const char* unsupported : {"guided_json", "guided_grammar"}) {
+    if (f.Get(unsupported) != nullptr) {
+      return Invalid(unsupported, absl::StrCat("'", unsupported, "' is not supported yet"));
+    }
+  }
+  if (const json* rf = f.Get("response_format")) {
+    const json* type = rf->is_object() && rf->contains("type") ? &(*rf)["type"] : nullptr;
+    if (type == nullptr || !type->is_string()) {
+      return Invalid("response_format", "'response_format' must be an object with a 'type'");
+    }
+    if (*type != "text") {
+      return Invalid("response_format",
+                     absl::StrCat("'response_format' of type ", type->dump(),
+                                  " is not supported yet (use 'guided_regex' or 'guided_choice')"));
+    }
+  }
+  const json* regex = f.Get("guided_regex");
+  const json* choice = f.Get("guided_choice");
+  if (regex != nullptr && choice != nullptr) {
+    return Invalid("guided_choice", "only one of 'guided_regex' and 'guided_choice' may be given");
+  }
+  if (regex != nullptr) {
+    if (!regex->is_string()) return Invalid("guided_regex", "'guided_regex' must be a string");
+    r.guided_pattern = regex->get<std::string>();
+    if (r.guided_pattern.size() > kMaxGuidedBytes) {
+      return Invalid("guided_regex",
+                     absl::StrCat("'guided_regex' is limited to ", kMaxGuidedBytes, " bytes"));
+    }
+    r.guided_param = "guided_regex";
+  }
+  if (choice != nullptr) {
+    if (!choice->is_array() || choice->empty() || choice->size() > kMaxGuidedChoices) {
+      return Invalid("guided_choice", absl::StrCat("'guided_choice' must be an array of 1 to ",
+                                                   kMaxGuidedChoices, " strings"));
+    }
+    std::vector<std::string> choices;
+    size_t bytes = 0;
+    for (const json& c : *choice) {
+      if (!c.is_string()) return Invalid("guided_choice", "'guided_choice' must hold strings");
+      choices.push_back(c.get<std::string>());
+      bytes += choices.back().size();
+    }
+    if (bytes > kMaxGuidedBytes) {
+      return Invalid("guided_choice",
+                     absl::StrCat("'guided_choice' is limited to ", kMaxGuidedBytes, " bytes"));
+    }
+    r.guided_pattern = ChoicePattern(choices);
+    r.guided_param = "guided_choice";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool chat) {
   ORCA_ASSIGN_OR_RETURN(const json j, ParseBody(body));
   if (!j.is_object()) return Invalid("", "the request body must be a JSON object");
@@ -425,6 +488,7 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
   if (v) r.prompt_logprobs = static_cast<int32_t>(*v);
   r.params.sampling.logprobs = r.logprobs;
   r.params.sampling.prompt_logprobs = EffectivePromptLogprobs(r);
+  ORCA_RETURN_IF_ERROR(ParseGuided(j, r));
   ORCA_RETURN_IF_ERROR(ValidateOpenAiRequest(r));
   return r;
 }

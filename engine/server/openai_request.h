@@ -52,6 +52,10 @@ struct OpenAiRequest {
   // choice's `prompt_logprobs`. (Completions' `echo` with `logprobs` scores the prompt
   // too, returned inside `logprobs`: EffectivePromptLogprobs.)
   int32_t prompt_logprobs = -1;
+  // Guided decoding: the pattern the output must match (`guided_regex`, or
+  // `guided_choice` turned into one) and the field it came from; empty: none.
+  std::string guided_pattern;
+  std::string guided_param;
   std::optional<uint64_t> seed;
 };
 

@@ -31,8 +31,12 @@ std::string Delta(const std::string& prefix_text, const std::string& new_text) {
 
 }  // namespace
 
-StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens)
-    : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens,
+                                           absl::Span<const int32_t> context)
+    : tokenizer_(tokenizer),
+      skip_special_tokens_(skip_special_tokens),
+      ids_(context.begin(), context.end()),
+      read_offset_(context.size()) {}
 
 std::string StreamingDetokenizer::Push(int32_t id) {
   ids_.push_back(id);

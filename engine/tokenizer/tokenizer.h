@@ -43,6 +43,10 @@ class Tokenizer {
   // special tokens (BOS, EOS, added special tokens) are dropped.
   virtual std::string Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const = 0;
 
+  // Decodes `ids` without special tokens to raw bytes: invalid UTF-8 (a token holding
+  // part of a character) is kept, not replaced (for guided decoding's token bytes).
+  virtual std::string DecodeBytes(absl::Span<const int32_t> ids) const = 0;
+
   // Returns the number of ids the tokenizer knows (including added tokens).
   virtual int32_t vocab_size() const = 0;
   virtual std::optional<int32_t> bos_id() const = 0;
@@ -62,7 +66,10 @@ class Tokenizer {
 // depends on its neighbours (the SentencePiece leading-space rule).
 class StreamingDetokenizer {
  public:
-  StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens = true);
+  // `context`: ids already shown (the prompt's last few), never emitted, so the first
+  // pushed id decodes as a continuation (SentencePiece keeps its leading space).
+  StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens = true,
+                       absl::Span<const int32_t> context = {});
 
   // Appends `id` and returns the newly completed text (possibly empty).
   std::string Push(int32_t id);

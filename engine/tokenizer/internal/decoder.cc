@@ -88,8 +88,11 @@ absl::Status Decoder::Add(const json& config, const std::string& file, std::vect
   return absl::OkStatus();
 }
 
-std::string Decoder::Decode(std::vector<std::string> tokens) const {
-  if (!has_decoder_) return ToValidUtf8(absl::StrJoin(tokens, " "));
+std::string Decoder::Decode(std::vector<std::string> tokens, bool repair) const {
+  if (!has_decoder_) {
+    std::string joined = absl::StrJoin(tokens, " ");
+    return repair ? ToValidUtf8(joined) : joined;
+  }
   for (const Step& step : steps_) {
     switch (step.kind) {
       case Step::Kind::kByteLevel: {
@@ -153,7 +156,8 @@ std::string Decoder::Decode(std::vector<std::string> tokens) const {
         break;
     }
   }
-  return ToValidUtf8(absl::StrJoin(tokens, ""));
+  std::string joined = absl::StrJoin(tokens, "");
+  return repair ? ToValidUtf8(joined) : joined;
 }
 
 }  // namespace orca::tokenizer_internal

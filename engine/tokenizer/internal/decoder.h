@@ -24,7 +24,8 @@ class Decoder {
   static absl::StatusOr<Decoder> FromJson(const nlohmann::json& config, const std::string& file);
 
   // Returns the valid UTF-8 text of `tokens` (vocabulary strings or added-token text).
-  std::string Decode(std::vector<std::string> tokens) const;
+  // With `repair` false the raw bytes come back, invalid UTF-8 included.
+  std::string Decode(std::vector<std::string> tokens, bool repair = true) const;
 
  private:
   struct Step {

@@ -227,6 +227,16 @@ std::string HfTokenizer::Decode(absl::Span<const int32_t> ids, bool skip_special
   return decoder_.Decode(std::move(tokens));
 }
 
+std::string HfTokenizer::DecodeBytes(absl::Span<const int32_t> ids) const {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int32_t id : ids) {
+    if (IsSpecial(id)) continue;
+    if (const std::string* token = TokenString(id)) tokens.push_back(*token);
+  }
+  return decoder_.Decode(std::move(tokens), /*repair=*/false);
+}
+
 std::optional<int32_t> HfTokenizer::TokenToId(std::string_view token) const {
   if (auto it = added_by_content_.find(ToAbsl(token)); it != added_by_content_.end())
     return it->second;

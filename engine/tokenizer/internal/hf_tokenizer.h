@@ -36,6 +36,7 @@ class HfTokenizer final : public Tokenizer {
 
   std::vector<int32_t> Encode(std::string_view text, bool add_special_tokens) const override;
   std::string Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
+  std::string DecodeBytes(absl::Span<const int32_t> ids) const override;
   int32_t vocab_size() const override { return vocab_size_; }
   std::optional<int32_t> bos_id() const override { return bos_id_; }
   std::optional<int32_t> eos_id() const override { return eos_id_; }

@@ -84,7 +84,18 @@ std::vector<int32_t> SentencePieceTokenizer::Encode(std::string_view text,
 
 std::string SentencePieceTokenizer::Decode(absl::Span<const int32_t> ids,
                                            bool skip_special_tokens) const {
-  std::string text;  // raw bytes; repaired at the end
+  std::string text = ToValidUtf8(DecodeRaw(ids, skip_special_tokens));
+  return model_.has_denormalizer() ? ToValidUtf8(model_.Denormalize(std::move(text))) : text;
+}
+
+std::string SentencePieceTokenizer::DecodeBytes(absl::Span<const int32_t> ids) const {
+  std::string text = DecodeRaw(ids, /*skip_special_tokens=*/true);
+  return model_.has_denormalizer() ? model_.Denormalize(std::move(text)) : text;
+}
+
+std::string SentencePieceTokenizer::DecodeRaw(absl::Span<const int32_t> ids,
+                                              bool skip_special_tokens) const {
+  std::string text;  // raw bytes; Decode repairs them
   // SentencePieceProcessor::Decode's state: may the next piece still lose its leading
   // U+2581, and did the previous piece lose one.
   bool is_bos_ws = true;
@@ -117,8 +128,7 @@ std::string SentencePieceTokenizer::Decode(absl::Span<const int32_t> ids,
       }
     }
   }
-  text = ToValidUtf8(text);
-  return model_.has_denormalizer() ? ToValidUtf8(model_.Denormalize(std::move(text))) : text;
+  return text;
 }
 
 std::optional<int32_t> SentencePieceTokenizer::TokenToId(std::string_view token) const {

@@ -45,6 +45,7 @@ class SentencePieceTokenizer final : public Tokenizer {
 
   std::vector<int32_t> Encode(std::string_view text, bool add_special_tokens) const override;
   std::string Decode(absl::Span<const int32_t> ids, bool skip_special_tokens) const override;
+  std::string DecodeBytes(absl::Span<const int32_t> ids) const override;
   int32_t vocab_size() const override { return model_.vocab_size(); }
   std::optional<int32_t> bos_id() const override { return bos_id_; }
   std::optional<int32_t> eos_id() const override { return eos_id_; }
@@ -55,6 +56,8 @@ class SentencePieceTokenizer final : public Tokenizer {
 
  private:
   explicit SentencePieceTokenizer(SentencePieceBpe model) : model_(std::move(model)) {}
+  // Decode's pieces and bytes before the UTF-8 repair and the denormalizer.
+  std::string DecodeRaw(absl::Span<const int32_t> ids, bool skip_special_tokens) const;
 
   SentencePieceBpe model_;
   AddedTokenMatcher special_matcher_;

@@ -59,6 +59,17 @@ class FakeModel {
       for (int32_t b : s.banned_token_ids) {
         if (tok.token_id == b) tok.token_id = (tok.token_id + 1) % kVocab;
       }
+      // Guided: the next allowed token from the hash on (the sampler's -inf elsewhere).
+      if (!s.allowed_token_mask.empty()) {
+        auto allowed = [&](int32_t t) {
+          return static_cast<size_t>(t) / 32 < s.allowed_token_mask.size() &&
+                 ((s.allowed_token_mask[t / 32] >> (t % 32)) & 1);
+        };
+        int32_t t = tok.token_id;
+        for (int32_t i = 0; i < kVocab && !allowed(t); ++i) t = (t + 1) % kVocab;
+        EXPECT_TRUE(allowed(t)) << "an empty mask was scheduled";
+        tok.token_id = t;
+      }
       result.tokens.push_back(tok);
     }
     return result;
@@ -329,6 +340,49 @@ TEST(SchedulerTest, MissingPromptLogprobsFailTheRequest) {
   EXPECT_EQ(h.finished[1], FinishReason::kError);
   EXPECT_EQ(h.finished[2], FinishReason::kLength);
   EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+}
+
+// Guided decoding: every sampled token is one the guide allows (stop tokens only where
+// the output already matches), the request stops once the pattern is complete, and
+// preemption (outputs replayed, not resampled) keeps the guide's state.
+TEST(SchedulerTest, GuidedRequestsFollowTheirPatternThroughPreemption) {
+  // Tokens 10..13 spell "a", "b", "ab", "ba"; every other id spells nothing.
+  std::vector<std::string> bytes(kVocab);
+  bytes[10] = "a", bytes[11] = "b", bytes[12] = "ab", bytes[13] = "ba";
+  auto vocab = std::make_shared<const TokenVocabulary>(bytes);
+  auto guide = TokenGuide::Create("(ab){3}|b{2,5}", vocab);
+  ASSERT_TRUE(guide.ok()) << guide.status();
+  auto spell = [&](const std::vector<int32_t>& out) {
+    std::string s;
+    for (int32_t t : out) s += t == kEos ? "" : bytes[t];
+    return s;
+  };
+  auto run = [&](int32_t num_blocks, int64_t* preemptions) {
+    SchedulerConfig c;
+    c.max_model_len = 256;
+    c.prefix_caching = false;
+    Harness h(c, num_blocks);
+    for (uint64_t id = 1; id <= 16; ++id) {
+      auto r = MakeRequest(id, 10 + static_cast<int32_t>(id % 7), 20);
+      r->stop_token_ids = {kEos};
+      r->guide = *guide;
+      r->guide_state = (*guide)->start();
+      EXPECT_TRUE(h.sched.Add(std::move(r)).ok());
+    }
+    h.RunToCompletion();
+    const ByteDfa dfa = *ByteDfa::Compile("(ab){3}|b{2,5}");
+    for (uint64_t id = 1; id <= 16; ++id) {
+      EXPECT_EQ(h.finished[id], FinishReason::kStop) << id;
+      EXPECT_TRUE(dfa.Matches(spell(h.outputs[id]))) << id << ": " << spell(h.outputs[id]);
+    }
+    EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+    *preemptions = h.sched.num_preemptions();
+    return h.outputs;
+  };
+  int64_t roomy = -1, squeezed = -1;
+  const auto reference = run(4000, &roomy);
+  EXPECT_EQ(run(16, &squeezed), reference);
+  EXPECT_GT(squeezed, 0) << "the workload should force preemptions";
 }
 
 TEST(SchedulerTest, ReserveNeverPreemptsOrOvercommits) {

@@ -370,6 +370,46 @@ TEST_F(HttpServerTest, PromptLogprobsFieldOnBothEndpoints) {
   }
 }
 
+// Guided decoding's fields: a guided completion continues the prompt inside the
+// pattern; what the compiler refuses, both fields at once, and the structured-output
+// forms not built yet are 400s naming the field (never silently ignored).
+TEST_F(HttpServerTest, GuidedDecodingFieldsAndTheirErrors) {
+  auto ok = PostJson("/v1/completions", {{"prompt", "Once upon a"},
+                                         {"max_tokens", 8},
+                                         {"temperature", 0},
+                                         {"guided_choice", {" time", " cat"}}});
+  ASSERT_TRUE(ok);
+  ASSERT_EQ(ok->status, 200) << ok->body;
+  const json j = json::parse(ok->body);
+  EXPECT_EQ(j["choices"][0]["text"], " time");  // the greedy choice, with its space
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  const std::vector<std::pair<json, std::string>> refused = {
+      {{{"guided_regex", "(?<=a)b"}}, "guided_regex"},
+      {{{"guided_regex", 3}}, "guided_regex"},
+      {{{"guided_choice", json::array()}}, "guided_choice"},
+      {{{"guided_choice", {"a", 1}}}, "guided_choice"},
+      {{{"guided_regex", "a"}, {"guided_choice", {"a"}}}, "guided_choice"},
+      {{{"guided_json", {{"type", "object"}}}}, "guided_json"},
+      {{{"guided_grammar", "root ::= \"a\""}}, "guided_grammar"},
+      {{{"response_format", {{"type", "json_object"}}}}, "response_format"},
+      {{{"response_format", {{"type", "json_schema"}, {"json_schema", json::object()}}}},
+       "response_format"},
+  };
+  for (const auto& [fields, param] : refused) {
+    json body = {{"prompt", "hi"}, {"max_tokens", 2}};
+    body.update(fields);
+    auto res = PostJson("/v1/completions", body);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << body.dump();
+    ExpectErrorObject(res->body, param.c_str());
+  }
+  auto text =
+      PostJson("/v1/completions",
+               {{"prompt", "hi"}, {"max_tokens", 2}, {"response_format", {{"type", "text"}}}});
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->status, 200) << text->body;
+}
+
 TEST_F(HttpServerTest, RejectsABadFieldWith400AndItsParam) {
   auto res = PostJson("/v1/completions", {{"prompt", "hi"}, {"temperature", 5}});
   ASSERT_TRUE(res);

@@ -102,6 +102,31 @@ TEST(StreamingDetokenizerTest, MatchesDecodeOnStories260K) {
   }
 }
 
+// Output decoded after the prompt's last ids keeps the space SentencePiece drops at the
+// start of a text: "Once upon a" continues " time", not "time" (the prompt + the
+// completion must read as the decoded whole, as with vLLM). Checked against decoding
+// prompt + output at once.
+TEST(StreamingDetokenizerTest, ContinuesThePromptWithItsLeadingSpace) {
+  if (!tokenizer_test::Stories260KAvailable()) {
+    ORCA_SKIP_OR_FAIL("stories260K not found at " << tokenizer_test::Stories260KDir());
+  }
+  auto t = Load(tokenizer_test::Stories260KDir());
+  ASSERT_NE(t, nullptr);
+  for (const auto& [prompt, output] : std::vector<std::pair<std::string, std::string>>{
+           {"Once upon a", " time, there was"}, {"The cat", " sat. 你好 end"}, {"Hi", "!"}}) {
+    const std::vector<int32_t> p = t->Encode(prompt, true);
+    std::vector<int32_t> all = t->Encode(prompt + output, true);
+    ASSERT_TRUE(std::equal(p.begin(), p.end(), all.begin())) << prompt;
+    const std::vector<int32_t> out(all.begin() + static_cast<std::ptrdiff_t>(p.size()), all.end());
+    StreamingDetokenizer d(*t, true, absl::MakeConstSpan(p).last(std::min<size_t>(p.size(), 6)));
+    std::string text;
+    for (int32_t id : out) text += d.Push(id);
+    text += d.Flush();
+    EXPECT_EQ(text, output) << prompt;
+    EXPECT_EQ(prompt + text, t->Decode(all, true));
+  }
+}
+
 TEST(StreamingDetokenizerTest, CanContinueAfterFlush) {
   TempDir dir;
   ASSERT_TRUE(WriteSyntheticTokenizer(dir.path(), 300).ok());

@@ -1,0 +1,111 @@
+#include "engine/guided/token_guide.h"
+
+#include <algorithm>
+
+namespace orca {
+
+TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes) : bytes_(std::move(bytes)) {
+  trie_.emplace_back();
+  for (int32_t id = 0; id < size(); ++id) {
+    const std::string& b = bytes_[static_cast<size_t>(id)];
+    if (b.empty()) continue;
+    int32_t node = 0;
+    for (char c : b) {
+      const auto byte = static_cast<uint8_t>(c);
+      auto& kids = trie_[static_cast<size_t>(node)].children;
+      auto it = std::lower_bound(kids.begin(), kids.end(), std::make_pair(byte, int32_t{-1}));
+      if (it != kids.end() && it->first == byte) {
+        node = it->second;
+        continue;
+      }
+      const auto child = static_cast<int32_t>(trie_.size());
+      kids.insert(it, {byte, child});
+      trie_.emplace_back();  // (kids is not used after this)
+      node = child;
+    }
+    trie_[static_cast<size_t>(node)].tokens.push_back(id);
+  }
+}
+
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer) {
+  // Decoding after an anchor token keeps a token's leading space (SentencePiece drops it
+  // at the start of a text); the anchor's own bytes are cut off again.
+  const std::vector<int32_t> a = tokenizer.Encode("a", /*add_special_tokens=*/false);
+  const std::vector<int32_t> anchor = a.empty() ? std::vector<int32_t>{} : std::vector{a.back()};
+  const std::string prefix = tokenizer.DecodeBytes(anchor);
+  std::vector<std::string> bytes(static_cast<size_t>(tokenizer.vocab_size()));
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.IsSpecial(id)) continue;
+    std::vector<int32_t> ids = anchor;
+    ids.push_back(id);
+    std::string both = tokenizer.DecodeBytes(ids);
+    bytes[static_cast<size_t>(id)] = both.starts_with(prefix)
+                                         ? both.substr(prefix.size())
+                                         : tokenizer.DecodeBytes(std::vector<int32_t>{id});
+  }
+  return std::make_shared<const TokenVocabulary>(std::move(bytes));
+}
+
+TokenGuide::TokenGuide(ByteDfa dfa, std::shared_ptr<const TokenVocabulary> vocab)
+    : dfa_(std::move(dfa)), vocab_(std::move(vocab)) {
+  absl::MutexLock lock(&mu_);
+  masks_.resize(static_cast<size_t>(dfa_.num_states()));
+}
+
+absl::StatusOr<std::shared_ptr<const TokenGuide>> TokenGuide::Create(
+    std::string_view pattern, std::shared_ptr<const TokenVocabulary> vocab) {
+  absl::StatusOr<ByteDfa> dfa = ByteDfa::Compile(pattern);
+  if (!dfa.ok()) return dfa.status();
+  return std::shared_ptr<const TokenGuide>(new TokenGuide(*std::move(dfa), std::move(vocab)));
+}
+
+const std::vector<uint32_t>& TokenGuide::Mask(int32_t state) const {
+  absl::MutexLock lock(&mu_);
+  auto& slot = masks_[static_cast<size_t>(state)];
+  if (slot) return *slot;
+  auto mask = std::make_unique<std::vector<uint32_t>>((vocab_->size() + 31) / 32, 0u);
+  // Depth-first over the trie, carrying the automaton's state at each node.
+  const auto& trie = vocab_->trie();
+  std::vector<std::pair<int32_t, int32_t>> stack = {{0, state}};
+  while (!stack.empty()) {
+    const auto [node, s] = stack.back();
+    stack.pop_back();
+    const TokenVocabulary::TrieNode& n = trie[static_cast<size_t>(node)];
+    if (node != 0) {
+      for (int32_t t : n.tokens) (*mask)[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
+    }
+    for (const auto& [byte, child] : n.children) {
+      const int32_t next = dfa_.Next(s, byte);
+      if (next != kDead) stack.emplace_back(child, next);
+    }
+  }
+  slot = std::move(mask);
+  return *slot;
+}
+
+int32_t TokenGuide::Next(int32_t state, int32_t token) const {
+  if (state == kDead || token < 0 || token >= vocab_->size()) return kDead;
+  const std::string& b = vocab_->bytes(token);
+  if (b.empty()) return kDead;
+  return dfa_.Walk(state, b);
+}
+
+absl::StatusOr<std::shared_ptr<const TokenGuide>> GuideCache::Get(const std::string& pattern) {
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+      if (it->first != pattern) continue;
+      lru_.splice(lru_.begin(), lru_, it);
+      return lru_.front().second;
+    }
+  }
+  // Compiled outside the lock: a large pattern must not hold up other requests.
+  absl::StatusOr<std::shared_ptr<const TokenGuide>> guide = TokenGuide::Create(pattern, vocab_);
+  if (!guide.ok()) return guide.status();
+  absl::MutexLock lock(&mu_);
+  lru_.emplace_front(pattern, *guide);
+  if (lru_.size() > capacity_) lru_.pop_back();
+  return *guide;
+}
+
+}  // namespace orca

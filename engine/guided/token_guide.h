@@ -1,0 +1,101 @@
+// Guided decoding at the token level: which tokens of a vocabulary may come next so
+// that the output can still match a pattern (engine/guided/byte_dfa.h), as a bitmask
+// the sampler applies to the logits before it samples.
+//
+// TokenVocabulary holds every token's bytes (what it adds to the output mid-sequence;
+// special tokens none) and a trie of them, built once per tokenizer. TokenGuide is a
+// compiled pattern over one vocabulary: a state is the automaton's state after the
+// output so far; Mask(state) is computed the first time the state is reached, by one
+// walk of the trie that follows the automaton and drops every subtree it cannot
+// continue (O(trie nodes the pattern can reach), not O(vocabulary x token length)),
+// and kept. GuideCache compiles a pattern once and hands the same guide to every
+// request that asks for it. All three are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/guided/byte_dfa.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace orca {
+
+class TokenVocabulary {
+ public:
+  // `bytes[id]`: the bytes token `id` adds to the output ("" = never allowed).
+  explicit TokenVocabulary(std::vector<std::string> bytes);
+  // Every token's bytes as `tokenizer` decodes it after another token (so that
+  // SentencePiece's leading-space rule does not apply), raw (a token holding part of a
+  // UTF-8 character keeps its bytes); special tokens get none.
+  static std::shared_ptr<const TokenVocabulary> FromTokenizer(const Tokenizer& tokenizer);
+
+  int32_t size() const { return static_cast<int32_t>(bytes_.size()); }
+  const std::string& bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }
+
+  struct TrieNode {
+    std::vector<std::pair<uint8_t, int32_t>> children;  // sorted by byte
+    std::vector<int32_t> tokens;                        // tokens whose bytes end here
+  };
+  const std::vector<TrieNode>& trie() const { return trie_; }
+
+ private:
+  std::vector<std::string> bytes_;
+  std::vector<TrieNode> trie_;  // [0] is the root (the empty string)
+};
+
+class TokenGuide {
+ public:
+  static constexpr int32_t kDead = ByteDfa::kDead;
+
+  static absl::StatusOr<std::shared_ptr<const TokenGuide>> Create(
+      std::string_view pattern, std::shared_ptr<const TokenVocabulary> vocab);
+
+  int32_t start() const { return dfa_.start(); }
+  // The tokens allowed in `state` (each leads to a state from which a match is still
+  // reachable), as bits: token t is allowed when mask[t / 32] >> (t % 32) & 1. Stop
+  // tokens are not included (the caller allows them where accepting(state)).
+  const std::vector<uint32_t>& Mask(int32_t state) const;
+  // The state after `token` (kDead when the token is not allowed).
+  int32_t Next(int32_t state, int32_t token) const;
+  // Whether the output so far matches.
+  bool accepting(int32_t state) const { return dfa_.accepting(state); }
+  // Whether the output is complete: it matches and nothing more may follow.
+  bool complete(int32_t state) const { return dfa_.accepting(state) && !dfa_.has_next(state); }
+  int32_t vocab_size() const { return vocab_->size(); }
+
+ private:
+  TokenGuide(ByteDfa dfa, std::shared_ptr<const TokenVocabulary> vocab);
+
+  ByteDfa dfa_;
+  std::shared_ptr<const TokenVocabulary> vocab_;
+  mutable absl::Mutex mu_;
+  // Computed masks by state; a mask, once built, never moves (unique_ptr) or changes.
+  mutable std::vector<std::unique_ptr<std::vector<uint32_t>>> masks_ ABSL_GUARDED_BY(mu_);
+};
+
+// Compiled guides by pattern, the `capacity` most recently used kept.
+class GuideCache {
+ public:
+  GuideCache(std::shared_ptr<const TokenVocabulary> vocab, size_t capacity = 64)
+      : vocab_(std::move(vocab)), capacity_(capacity) {}
+  // The guide of `pattern`, compiled on first use (InvalidArgument for a pattern the
+  // compiler refuses, naming what).
+  absl::StatusOr<std::shared_ptr<const TokenGuide>> Get(const std::string& pattern);
+
+ private:
+  std::shared_ptr<const TokenVocabulary> vocab_;
+  const size_t capacity_;
+  absl::Mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const TokenGuide>>> lru_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace orca

@@ -1,0 +1,97 @@
+// TokenGuide over the stories260K vocabulary: token bytes as the detokenizer writes them
+// mid-text, masks equal to a brute-force check of every token against the choices
+// (string prefixes, no automaton), and random walks through the masks that always end
+// in a match.
+#include "engine/guided/token_guide.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tests/testutil/testutil.h"
+
+namespace orca {
+namespace {
+
+std::unique_ptr<Tokenizer> LoadTokenizer() {
+  const std::string dir = testing::SourceDir() + "/models/stories260K";
+  auto tok = Tokenizer::FromDirectory(dir);
+  EXPECT_TRUE(tok.ok()) << tok.status();
+  return tok.ok() ? std::move(*tok) : nullptr;
+}
+
+bool Allowed(const std::vector<uint32_t>& mask, int32_t t) {
+  return (mask[t / 32] >> (t % 32)) & 1;
+}
+
+TEST(TokenGuideTest, TokenBytesAreWhatTheDetokenizerWritesMidText) {
+  auto tok = LoadTokenizer();
+  ASSERT_NE(tok, nullptr);
+  auto vocab = TokenVocabulary::FromTokenizer(*tok);
+  ASSERT_EQ(vocab->size(), tok->vocab_size());
+  const std::string text = "Once upon a time, Lily said: \"Hi!\"\nThe end.";
+  const std::vector<int32_t> ids = tok->Encode(text, /*add_special_tokens=*/false);
+  std::string joined;
+  for (int32_t id : ids) joined += vocab->bytes(id);
+  // The first token's leading space is the only difference (SentencePiece's dummy prefix).
+  EXPECT_EQ(joined, " " + text);
+  EXPECT_TRUE(vocab->bytes(*tok->bos_id()).empty());
+  EXPECT_TRUE(vocab->bytes(*tok->eos_id()).empty());
+}
+
+TEST(TokenGuideTest, MasksEqualABruteForceCheckOfEveryToken) {
+  auto tok = LoadTokenizer();
+  ASSERT_NE(tok, nullptr);
+  auto vocab = TokenVocabulary::FromTokenizer(*tok);
+  const std::vector<std::string> choices = {" yes", " no", " maybe so", "Lily"};
+  auto guide = TokenGuide::Create(ChoicePattern(choices), vocab);
+  ASSERT_TRUE(guide.ok()) << guide.status();
+  std::mt19937 rng(1);
+  int allowed_total = 0;
+  for (int walk = 0; walk < 50; ++walk) {
+    int32_t state = (*guide)->start();
+    std::string out;
+    while (!(*guide)->complete(state)) {
+      const std::vector<uint32_t>& mask = (*guide)->Mask(state);
+      std::vector<int32_t> allowed;
+      for (int32_t t = 0; t < vocab->size(); ++t) {
+        // Allowed exactly when out + bytes is a prefix of some choice.
+        const std::string next = out + vocab->bytes(t);
+        bool prefix = false;
+        for (const std::string& c : choices)
+          prefix |= !vocab->bytes(t).empty() && c.starts_with(next);
+        ASSERT_EQ(Allowed(mask, t), prefix)
+            << "after '" << out << "' token " << t << " '" << vocab->bytes(t) << "'";
+        if (prefix) allowed.push_back(t);
+      }
+      ASSERT_FALSE(allowed.empty()) << "stuck after '" << out << "'";
+      allowed_total += static_cast<int>(allowed.size());
+      const int32_t t = allowed[rng() % allowed.size()];
+      out += vocab->bytes(t);
+      state = (*guide)->Next(state, t);
+      ASSERT_NE(state, TokenGuide::kDead);
+    }
+    EXPECT_NE(std::find(choices.begin(), choices.end(), out), choices.end()) << out;
+  }
+  EXPECT_GT(allowed_total, 100);
+  EXPECT_EQ((*guide)->Next((*guide)->start(), *tok->bos_id()), TokenGuide::kDead);
+}
+
+TEST(TokenGuideTest, CacheCompilesOncePerPatternAndReportsErrors) {
+  auto tok = LoadTokenizer();
+  ASSERT_NE(tok, nullptr);
+  GuideCache cache(TokenVocabulary::FromTokenizer(*tok), 2);
+  auto a = cache.Get("[0-9]+");
+  auto b = cache.Get("[0-9]+");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->get(), b->get());
+  auto bad = cache.Get("(?=x)");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("lookaround"), std::string::npos);
+  ASSERT_TRUE(cache.Get("x").ok());
+  ASSERT_TRUE(cache.Get("y").ok());
+  EXPECT_NE(cache.Get("[0-9]+")->get(), a->get()) << "evicted after two newer patterns";
+}
+
+}  // namespace
+}  // namespace orca
