@@ -82,28 +82,44 @@ TEST(ByteDfaTest, AgreesWithPythonRe) {
     json strings = json::array();
     for (int i = 0; i < 400; ++i) strings.push_back(RandomString(rng, p));
     // Some strings the pattern's own literal parts make, e.g. "abc", "555-1234".
-    for (const char* s : {"abc",
-                          "555-1234",
-                          "12.5",
-                          "-0.5e+3",
-                          "yes",
-                          "abb",
-                          "abab",
-                          "ababab",
-                          "x@y.com",
-                          "\"a\\\"b\"",
-                          "Ann Lee",
-                          "true",
-                          "{\"name\": \"bo\"}",
-                          "red-7",
-                          "éé",
-                          "αβ",
-                          "Aé",
-                          "b",
-                          "",
-                          "cacbc",
-                          "start",
-                          "0110"}) {
+    const std::vector<std::string> seeds = {"abc",
+                                            "555-1234",
+                                            "12.5",
+                                            "-0.5e+3",
+                                            "yes",
+                                            "abb",
+                                            "abab",
+                                            "ababab",
+                                            "x@y.com",
+                                            "\"a\\\"b\"",
+                                            "Ann Lee",
+                                            "true",
+                                            "{\"name\": \"bo\"}",
+                                            "red-7",
+                                            "éé",
+                                            "αβ",
+                                            "Aé",
+                                            "b",
+                                            "",
+                                            "cacbc",
+                                            "start",
+                                            "0110",
+                                            "xyz",
+                                            "cd",
+                                            "aa"};
+    for (const std::string& s : seeds) strings.push_back(s);
+    // Near-misses of those: one byte doubled or dropped ("xyzz", "1.55", "--5"), where a
+    // quantifier that repeats too much or too little shows.
+    for (int i = 0; i < 300; ++i) {
+      std::string s = seeds[rng() % seeds.size()];
+      if (s.empty()) continue;
+      const size_t at = rng() % s.size();
+      if (static_cast<unsigned char>(s[at]) >= 0x80) continue;  // keep the text UTF-8
+      if (rng() % 2) {
+        s.insert(at, 1, s[at]);
+      } else {
+        s.erase(at, 1);
+      }
       strings.push_back(s);
     }
     cases.push_back({{"pattern", p}, {"strings", strings}});
