@@ -103,12 +103,13 @@ test('a local 2x2 group answers as a single process', async (t) => {
     for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
     assert.equal(text, reference[0]);
     // Prompt logprobs: the same tokens, and logprobs equal up to the order of the
-    // tensor-parallel sums.
+    // tensor-parallel sums, which the float16 KV cache can round apart (1.5e-3 seen
+    // under ASan's -O1; a wrong row or target is off by more than 1).
     const echo = await echoLogprobs(group.baseURL, prompts[2]);
     assert.deepEqual(echo.tokens, referenceEcho.tokens);
     assert.equal(echo.token_logprobs[0], null);
     for (let i = 1; i < echo.tokens.length; i++) {
-      assert.ok(Math.abs(echo.token_logprobs[i] - referenceEcho.token_logprobs[i]) < 1e-3,
+      assert.ok(Math.abs(echo.token_logprobs[i] - referenceEcho.token_logprobs[i]) < 1e-2,
                 `token ${i}: ${echo.token_logprobs[i]} vs ${referenceEcho.token_logprobs[i]}`);
       assert.deepEqual(Object.keys(echo.top_logprobs[i]).sort(), Object.keys(referenceEcho.top_logprobs[i]).sort());
     }
