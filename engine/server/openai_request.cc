@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/common/status_macros.h"
 #include "engine/guided/byte_dfa.h"
+#include "engine/guided/json_schema.h"
 
 namespace orca {
 namespace {
@@ -361,27 +362,59 @@ namespace {
 // what is not built yet is refused by name, never ignored.
 absl::Status ParseGuided(const json& j, OpenAiRequest& r) {
   Fields f(j);
-  for (const char* unsupported : {"guided_json", "guided_grammar"}) {
-    if (f.Get(unsupported) != nullptr) {
-      return Invalid(unsupported, absl::StrCat("'", unsupported, "' is not supported yet"));
-    }
+  if (f.Get("guided_grammar") != nullptr) {
+    return Invalid("guided_grammar", "'guided_grammar' is not supported yet");
   }
+  int given = 0;
+  for (const char* k : {"guided_regex", "guided_choice", "guided_json", "response_format"}) {
+    const json* v = f.Get(k);
+    given += v != nullptr && !(std::string_view(k) == "response_format" && v->is_object() &&
+                               v->value("type", "") == "text");
+  }
+  if (given > 1) {
+    return Invalid("guided_json",
+                   "only one of 'guided_regex', 'guided_choice', 'guided_json' and a "
+                   "'response_format' other than text may be given");
+  }
+  // A JSON schema (guided_json, response_format json_schema) or any JSON object.
+  auto from_schema = [&](const json& schema, const char* param) -> absl::Status {
+    absl::StatusOr<std::string> pattern = JsonSchemaToRegex(schema);
+    if (!pattern.ok()) return Invalid(param, std::string(pattern.status().message()));
+    r.guided_pattern = *std::move(pattern);
+    r.guided_param = param;
+    return absl::OkStatus();
+  };
   if (const json* rf = f.Get("response_format")) {
     const json* type = rf->is_object() && rf->contains("type") ? &(*rf)["type"] : nullptr;
     if (type == nullptr || !type->is_string()) {
       return Invalid("response_format", "'response_format' must be an object with a 'type'");
     }
-    if (*type != "text") {
+    if (*type == "json_object") {
+      r.guided_pattern = JsonObjectRegex();
+      r.guided_param = "response_format";
+    } else if (*type == "json_schema") {
+      const json* js = rf->contains("json_schema") ? &(*rf)["json_schema"] : nullptr;
+      if (js == nullptr || !js->is_object() || !js->contains("schema")) {
+        return Invalid("response_format",
+                       "'response_format.json_schema' must be an object with a 'schema'");
+      }
+      ORCA_RETURN_IF_ERROR(from_schema((*js)["schema"], "response_format"));
+    } else if (*type != "text") {
       return Invalid("response_format",
-                     absl::StrCat("'response_format' of type ", type->dump(),
-                                  " is not supported yet (use 'guided_regex' or 'guided_choice')"));
+                     absl::StrCat("'response_format' of type ", type->dump(), " is not supported"));
+    }
+  }
+  if (const json* schema = f.Get("guided_json")) {
+    if (schema->is_string()) {  // vLLM also takes the schema as a JSON string
+      const json parsed = json::parse(schema->get<std::string>(), nullptr, false);
+      if (parsed.is_discarded()) return Invalid("guided_json", "'guided_json' is not valid JSON");
+      ORCA_RETURN_IF_ERROR(from_schema(parsed, "guided_json"));
+    } else {
+      ORCA_RETURN_IF_ERROR(from_schema(*schema, "guided_json"));
     }
   }
   const json* regex = f.Get("guided_regex");
   const json* choice = f.Get("guided_choice");
-  if (regex != nullptr && choice != nullptr) {
-    return Invalid("guided_choice", "only one of 'guided_regex' and 'guided_choice' may be given");
-  }
   if (regex != nullptr) {
     if (!regex->is_string()) return Invalid("guided_regex", "'guided_regex' must be a string");
     r.guided_pattern = regex->get<std::string>();

@@ -214,6 +214,28 @@ def request_seeds():
         "stop": ["\n\n", "The end"], "stop_token_ids": [2], "seed": 1234, "logprobs": 2,
         "stream": True, "stream_options": {"include_usage": True}, "n": 2, "echo": False,
         "ignore_eos": False, "min_tokens": 1, "logit_bias": {"13": -100}}))
+    # Guided decoding and structured outputs: a JSON schema is parsed from client input.
+    completion.add("guided-json-schema.json", j({
+        "model": "stories260K", "prompt": "Once upon a time", "max_tokens": 64,
+        "guided_json": {"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 10, "pattern": "^[A-Z][a-z]+$"},
+            "age": {"type": "integer", "minimum": 0, "exclusiveMaximum": 130},
+            "tags": {"type": "array", "items": {"enum": ["a", "b", None, 3]}, "minItems": 1, "maxItems": 3},
+            "when": {"type": "string", "format": "date-time"}, "pet": {"$ref": "#/$defs/pet"},
+            "any": {"anyOf": [{"type": "number"}, {"type": ["boolean", "null"]}, {"const": {"k": [1]}}]}},
+            "required": ["name", "age"], "additionalProperties": False,
+            "$defs": {"pet": {"type": "object", "properties": {"kind": {"type": "string"}}}}}}))
+    completion.add("guided-regex.json", j({"model": "stories260K", "prompt": "x",
+                                           "guided_regex": "[0-9]{3}-(?:ab|c)*\\d+\\.?",
+                                           "echo": True, "logprobs": 1, "prompt_logprobs": 2}))
+    completion.add("guided-choice.json", j({"prompt": "x", "guided_choice": ["yes", "no", "a.b"]}))
+    chat.add("response-format-json-schema.json", j({
+        "model": "stories260K", "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "r", "strict": True, "schema": {
+            "type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer", "maximum": -3}},
+            "required": ["ok", "n"], "additionalProperties": False}}}}))
+    chat.add("response-format-json-object.json", j({
+        "messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}}))
     completion.add("tokenize.json", j({"model": "stories260K", "prompt": "Once upon a time",
                                        "add_special_tokens": True}))
     completion.add("detokenize.json", j({"model": "stories260K", "tokens": [1, 403, 407, 261]}))

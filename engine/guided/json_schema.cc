@@ -1,0 +1,473 @@
+#include "engine/guided/json_schema.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/guided/byte_dfa.h"
+
+namespace orca {
+namespace {
+
+using json = nlohmann::ordered_json;  // properties keep the schema's order
+
+constexpr char kSep[] = "[ ]?";  // after ':' and ','
+constexpr char kChar[] = "(?:[^\"\\\\\\x00-\\x1F]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})";
+// Numbers with at most 16 integer digits, 16 decimals and a 3-digit exponent: every
+// double is written so, and a model cannot run on with digits.
+constexpr char kNumber[] = "-?(?:0|[1-9][0-9]{0,15})(?:\\.[0-9]{1,16})?(?:[eE][+-]?[0-9]{1,3})?";
+constexpr int64_t kMaxBound = 1'000'000'000'000'000LL;  // integer bounds handled exactly
+constexpr int kMaxRepeat = 1000;
+// The pattern a schema becomes at most (optional properties repeat what follows them).
+constexpr size_t kMaxPatternBytes = 256 * 1024;
+// Dates that exist in every year: 30-day months end on the 30th, February on the 28th
+// (the 29th would need the year's divisibility: never invalid, one day short).
+constexpr char kDate[] =
+    "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|"
+    "30)"
+    "|02-(?:0[1-9]|1[0-9]|2[0-8]))";
+constexpr char kTime[] =
+    "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-"
+    "5][0-9])";
+
+std::string Escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string Alt(const std::vector<std::string>& parts) {
+  if (parts.size() == 1) return parts[0];
+  return "(?:" + absl::StrJoin(parts, "|") + ")";
+}
+
+// Fixed-width digit strings a..b (same width, leading zeros allowed).
+std::string Digits(const std::string& a, const std::string& b) {
+  if (a.empty()) return "";
+  if (a == b) return a;
+  if (a[0] == b[0]) return std::string(1, a[0]) + Digits(a.substr(1), b.substr(1));
+  const size_t w = a.size() - 1;
+  const std::string zeros(w, '0'), nines(w, '9');
+  const std::string any = w == 0 ? "" : absl::StrCat("[0-9]{", w, "}");
+  if (a.substr(1) == zeros && b.substr(1) == nines) {
+    return absl::StrCat("[", std::string(1, a[0]), "-", std::string(1, b[0]), "]", any);
+  }
+  std::vector<std::string> parts;
+  parts.push_back(std::string(1, a[0]) + Digits(a.substr(1), nines));
+  if (b[0] - a[0] >= 2) {
+    parts.push_back(absl::StrCat("[", std::string(1, static_cast<char>(a[0] + 1)), "-",
+                                 std::string(1, static_cast<char>(b[0] - 1)), "]", any));
+  }
+  parts.push_back(std::string(1, b[0]) + Digits(zeros, b.substr(1)));
+  return Alt(parts);
+}
+
+// Non-negative integers lo..hi (hi < 0: unbounded), as written in JSON.
+std::string NonNegative(int64_t lo, int64_t hi) {
+  const std::string a = std::to_string(lo);
+  if (hi < 0) {  // lo.. : the rest of lo's width, then every longer number
+    const std::string same = Digits(a, std::string(a.size(), '9'));
+    // (At most 18 digits: the int64 range, and no endless digits.)
+    if (a.size() >= 18) return same;
+    return Alt({same, absl::StrCat("[1-9][0-9]{", a.size(), ",17}")});
+  }
+  const std::string b = std::to_string(hi);
+  if (a.size() == b.size()) return Digits(a, b);
+  std::vector<std::string> parts = {Digits(a, std::string(a.size(), '9'))};
+  for (size_t w = a.size() + 1; w < b.size(); ++w) {
+    parts.push_back(absl::StrCat("[1-9][0-9]{", w - 1, "}"));
+  }
+  parts.push_back(Digits("1" + std::string(b.size() - 1, '0'), b));
+  return Alt(parts);
+}
+
+// Integers in [lo, hi]; a missing bound is unbounded.
+std::string IntegerRange(std::optional<int64_t> lo, std::optional<int64_t> hi) {
+  std::vector<std::string> parts;
+  // Negative part: -(|x|) for x in [lo, min(hi, -1)].
+  if (!lo || *lo < 0) {
+    const int64_t top = hi ? std::min<int64_t>(*hi, -1) : -1;  // closest to zero
+    if (!lo || *lo <= top) parts.push_back("-" + NonNegative(-top, lo ? -*lo : -1));
+  }
+  if (!hi || *hi >= 0)
+    parts.push_back(NonNegative(lo ? std::max<int64_t>(*lo, 0) : 0, hi ? *hi : -1));
+  return Alt(parts);
+}
+
+const std::set<std::string>& KnownKeywords() {
+  static const auto* k = new std::set<std::string>{"type",
+                                                   "enum",
+                                                   "const",
+                                                   "properties",
+                                                   "required",
+                                                   "additionalProperties",
+                                                   "items",
+                                                   "minItems",
+                                                   "maxItems",
+                                                   "anyOf",
+                                                   "oneOf",
+                                                   "allOf",
+                                                   "$ref",
+                                                   "$defs",
+                                                   "definitions",
+                                                   "minLength",
+                                                   "maxLength",
+                                                   "pattern",
+                                                   "format",
+                                                   "minimum",
+                                                   "maximum",
+                                                   "exclusiveMinimum",
+                                                   "exclusiveMaximum",
+                                                   "title",
+                                                   "description",
+                                                   "$schema",
+                                                   "$id",
+                                                   "default",
+                                                   "examples",
+                                                   "$comment"};
+  return *k;
+}
+
+class Converter {
+ public:
+  explicit Converter(const json& root) : root_(root) {}
+
+  absl::StatusOr<std::string> Convert(const json& s, const std::string& where) {
+    if (++depth_ > 32) return Refuse(where, "nesting deeper than 32 levels");
+    auto out = ConvertOne(s, where);
+    --depth_;
+    if (out.ok() && out->size() > kMaxPatternBytes) return TooLarge(where);
+    return out;
+  }
+
+ private:
+  absl::Status TooLarge(const std::string& where) {
+    return Refuse(where, absl::StrCat("the schema's pattern passes ", kMaxPatternBytes,
+                                      " bytes (too many optional properties or too deep)"));
+  }
+
+  absl::Status Refuse(const std::string& where, const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("json schema at ", where.empty() ? "the root" : where, ": ", what));
+  }
+
+  absl::StatusOr<std::string> ConvertOne(const json& s, const std::string& where) {
+    if (s.is_boolean()) {
+      if (s.get<bool>()) return AnyValue(2);
+      return Refuse(where, "the schema `false` matches nothing");
+    }
+    if (!s.is_object()) return Refuse(where, "a schema must be an object");
+    for (const auto& [k, v] : s.items()) {
+      if (!KnownKeywords().contains(k)) {
+        return Refuse(where, absl::StrCat("the keyword '", k, "' is not supported"));
+      }
+    }
+    if (s.contains("$ref")) return Ref(s["$ref"], where);
+    if (s.contains("const")) return Literal(s["const"]);
+    if (s.contains("enum")) {
+      if (!s["enum"].is_array() || s["enum"].empty())
+        return Refuse(where, "'enum' must be a non-empty array");
+      std::vector<std::string> parts;
+      for (const json& v : s["enum"]) parts.push_back(Literal(v));
+      return Alt(parts);
+    }
+    for (const char* combo : {"anyOf", "oneOf"}) {
+      if (!s.contains(combo)) continue;
+      if (!s[combo].is_array() || s[combo].empty()) {
+        return Refuse(where, absl::StrCat("'", combo, "' must be a non-empty array"));
+      }
+      std::vector<std::string> parts;
+      for (size_t i = 0; i < s[combo].size(); ++i) {
+        auto p = Convert(s[combo][i], absl::StrCat(where, "/", combo, "/", i));
+        if (!p.ok()) return p;
+        parts.push_back(*p);
+      }
+      return Alt(parts);
+    }
+    if (s.contains("allOf")) {
+      if (!s["allOf"].is_array() || s["allOf"].size() != 1) {
+        return Refuse(where, "'allOf' with more than one schema is not supported");
+      }
+      return Convert(s["allOf"][0], where + "/allOf/0");
+    }
+    if (!s.contains("type")) return AnyValue(2);
+    const json& type = s["type"];
+    if (type.is_array()) {
+      std::vector<std::string> parts;
+      for (const json& t : type) {
+        json one = s;
+        one["type"] = t;
+        auto p = Convert(one, where);
+        if (!p.ok()) return p;
+        parts.push_back(*p);
+      }
+      if (parts.empty()) return Refuse(where, "'type' must not be empty");
+      return Alt(parts);
+    }
+    if (!type.is_string()) return Refuse(where, "'type' must be a string or an array of them");
+    const std::string t = type.get<std::string>();
+    if (t == "string") return String(s, where);
+    if (t == "integer") return Integer(s, where);
+    if (t == "number") {
+      for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+        if (s.contains(k))
+          return Refuse(where, absl::StrCat("'", k, "' on a number is not supported"));
+      }
+      return std::string(kNumber);
+    }
+    if (t == "boolean") return std::string("(?:true|false)");
+    if (t == "null") return std::string("null");
+    if (t == "object") return Object(s, where);
+    if (t == "array") return Array(s, where);
+    return Refuse(where, absl::StrCat("unknown type '", t, "'"));
+  }
+
+  absl::StatusOr<std::string> Ref(const json& ref, const std::string& where) {
+    if (!ref.is_string()) return Refuse(where, "'$ref' must be a string");
+    const std::string r = ref.get<std::string>();
+    for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
+      if (!r.starts_with(prefix)) continue;
+      const std::string name = r.substr(std::string_view(prefix).size());
+      const char* section = prefix[2] == '$' ? "$defs" : "definitions";
+      if (!root_.contains(section) || !root_[section].contains(name)) {
+        return Refuse(where, absl::StrCat("'$ref' ", r, " names no definition"));
+      }
+      if (!resolving_.insert(r).second) {
+        return Refuse(where, absl::StrCat("recursive '$ref' ", r, " is not supported yet"));
+      }
+      auto out = Convert(root_[section][name], r.substr(1));
+      resolving_.erase(r);
+      return out;
+    }
+    return Refuse(where, absl::StrCat("'$ref' ", r, " (only #/$defs/... and #/definitions/...)"));
+  }
+
+  static std::string Literal(const json& v) { return Escape(v.dump()); }
+
+  // A non-negative integer keyword, or `absent` when the schema has none.
+  absl::StatusOr<int64_t> Count(const json& s, const char* k, int64_t absent,
+                                const std::string& where) {
+    if (!s.contains(k)) return absent;
+    const json& v = s[k];
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) {
+      return Refuse(where, absl::StrCat("'", k, "' must be a non-negative integer"));
+    }
+    return static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), uint64_t{1} << 40));
+  }
+
+  absl::StatusOr<std::string> String(const json& s, const std::string& where) {
+    std::string body;
+    if (s.contains("format")) {
+      static const std::map<std::string, std::string> formats = {
+          {"date", kDate},
+          {"time", kTime},
+          {"date-time", absl::StrCat(kDate, "T", kTime)},
+          {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"},
+          {"email",
+           "[a-zA-Z0-9._%+-]{1,64}@[a-zA-Z0-9-]{1,63}(?:\\.[a-zA-Z0-9-]{1,63}){0,4}\\.[a-zA-Z]{2,"
+           "8}"},
+          {"ipv4",
+           "(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}"
+           "|[1-9]?[0-9])"},
+      };
+      if (!s["format"].is_string() || !formats.contains(s["format"].get<std::string>())) {
+        return Refuse(where,
+                      absl::StrCat("the string format ", s["format"].dump(), " is not supported"));
+      }
+      if (s.contains("pattern") || s.contains("minLength") || s.contains("maxLength")) {
+        return Refuse(where, "'format' together with 'pattern' or lengths is not supported");
+      }
+      return "\"" + formats.at(s["format"].get<std::string>()) + "\"";
+    }
+    if (s.contains("pattern")) {
+      if (!s["pattern"].is_string()) return Refuse(where, "'pattern' must be a string");
+      std::string p = s["pattern"].get<std::string>();
+      if (p.starts_with("^")) p.erase(0, 1);
+      if (p.ends_with("$") && !p.ends_with("\\$")) p.pop_back();
+      // The pattern describes the string's characters; those JSON must escape (quote,
+      // backslash, controls) would need escaping the pattern cannot express.
+      auto dfa = ByteDfa::Compile(p);
+      if (!dfa.ok()) return Refuse(where + "/pattern", std::string(dfa.status().message()));
+      for (int32_t st = 0; st < dfa->num_states(); ++st) {
+        for (int b : {'"', '\\'}) {
+          if (dfa->Next(st, static_cast<uint8_t>(b)) != ByteDfa::kDead) {
+            return Refuse(where + "/pattern",
+                          "a pattern that can match '\"' or '\\' is not supported");
+          }
+        }
+        for (int b = 0; b < 0x20; ++b) {
+          if (dfa->Next(st, static_cast<uint8_t>(b)) != ByteDfa::kDead) {
+            return Refuse(where + "/pattern",
+                          "a pattern that can match a control character is not supported");
+          }
+        }
+      }
+      if (s.contains("minLength") || s.contains("maxLength")) {
+        return Refuse(where, "'pattern' together with 'minLength'/'maxLength' is not supported");
+      }
+      return "\"(?:" + p + ")\"";
+    }
+    auto min = Count(s, "minLength", 0, where);
+    auto max_or = Count(s, "maxLength", -1, where);
+    if (!min.ok()) return min.status();
+    if (!max_or.ok()) return max_or.status();
+    const int64_t max = *max_or;
+    if (*min > kMaxRepeat || (max >= 0 && max < *min)) {
+      return Refuse(where, "'minLength'/'maxLength' out of range");
+    }
+    if (max < 0 || max > kMaxRepeat) return absl::StrCat("\"", kChar, "{", *min, ",}\"");
+    return absl::StrCat("\"", kChar, "{", *min, ",", max, "}\"");
+  }
+
+  absl::StatusOr<std::string> Integer(const json& s, const std::string& where) {
+    std::optional<int64_t> lo, hi;
+    auto bound = [&](const char* k, bool lower, bool exclusive) -> absl::Status {
+      if (!s.contains(k)) return absl::OkStatus();
+      if (!s[k].is_number()) return Refuse(where, absl::StrCat("'", k, "' must be a number"));
+      const double v = s[k].get<double>();
+      if (!std::isfinite(v) || std::abs(v) > static_cast<double>(kMaxBound)) {
+        return Refuse(where, absl::StrCat("'", k, "' beyond 1e18 is not supported"));
+      }
+      int64_t b = static_cast<int64_t>(lower ? std::ceil(v) : std::floor(v));
+      if (exclusive && static_cast<double>(b) == v) b += lower ? 1 : -1;
+      if (lower) {
+        lo = lo ? std::max(*lo, b) : b;
+      } else {
+        hi = hi ? std::min(*hi, b) : b;
+      }
+      return absl::OkStatus();
+    };
+    for (auto st : {bound("minimum", true, false), bound("exclusiveMinimum", true, true),
+                    bound("maximum", false, false), bound("exclusiveMaximum", false, true)}) {
+      if (!st.ok()) return st;
+    }
+    if (lo && hi && *lo > *hi) return Refuse(where, "no integer lies between its bounds");
+    return IntegerRange(lo, hi);
+  }
+
+  absl::StatusOr<std::string> Object(const json& s, const std::string& where) {
+    if (s.contains("additionalProperties") && s["additionalProperties"] != false) {
+      return Refuse(where, "'additionalProperties' other than false is not supported");
+    }
+    std::set<std::string> required;
+    if (s.contains("required")) {
+      for (const json& r : s["required"]) {
+        if (!r.is_string()) return Refuse(where, "'required' must hold strings");
+        required.insert(r.get<std::string>());
+      }
+    }
+    struct Prop {
+      std::string item;  // "key": value
+      bool required;
+    };
+    std::vector<Prop> props;
+    if (s.contains("properties")) {
+      if (!s["properties"].is_object()) return Refuse(where, "'properties' must be an object");
+      for (const auto& [k, v] : s["properties"].items()) {
+        auto value = Convert(v, absl::StrCat(where, "/properties/", k));
+        if (!value.ok()) return value;
+        props.push_back({Escape(json(k).dump()) + ":" + kSep + *value, required.contains(k)});
+        required.erase(k);
+      }
+    }
+    if (!required.empty()) {
+      return Refuse(where, absl::StrCat("required property '", *required.begin(),
+                                        "' is not in 'properties'"));
+    }
+    // The properties in order, optional ones omitted or not: which one comes first
+    // decides where commas go.
+    std::vector<std::string> firsts;
+    size_t total = 0;
+    for (size_t i = 0; i < props.size(); ++i) {
+      std::string seq = props[i].item;
+      for (size_t j = i + 1; j < props.size(); ++j) {
+        const std::string more = absl::StrCat(",", kSep, props[j].item);
+        seq += props[j].required ? more : "(?:" + more + ")?";
+        if (seq.size() > kMaxPatternBytes) return TooLarge(where);
+      }
+      total += seq.size();
+      if (total > kMaxPatternBytes) return TooLarge(where);
+      firsts.push_back(seq);
+      if (props[i].required) break;  // nothing after a required one can come first
+    }
+    const bool all_optional =
+        std::none_of(props.begin(), props.end(), [](const Prop& p) { return p.required; });
+    std::string inner = firsts.empty() ? "" : Alt(firsts);
+    if (all_optional && !inner.empty()) inner = "(?:" + inner + ")?";
+    return "\\{" + inner + "\\}";
+  }
+
+  absl::StatusOr<std::string> Array(const json& s, const std::string& where) {
+    std::string item = AnyValue(2);
+    if (s.contains("items")) {
+      auto i = Convert(s["items"], where + "/items");
+      if (!i.ok()) return i;
+      item = *i;
+    }
+    auto min_or = Count(s, "minItems", 0, where);
+    auto max_or = Count(s, "maxItems", -1, where);
+    if (!min_or.ok()) return min_or.status();
+    if (!max_or.ok()) return max_or.status();
+    const int64_t min = *min_or;
+    int64_t max = *max_or;
+    if (min > kMaxRepeat || (max >= 0 && max < min)) {
+      return Refuse(where, "'minItems'/'maxItems' out of range");
+    }
+    if (max > kMaxRepeat) max = -1;
+    if (max == 0) return std::string("\\[\\]");
+    const std::string more = absl::StrCat("(?:,", kSep, item, ")");
+    const std::string rest =
+        max < 0 ? absl::StrCat(more, "{", std::max<int64_t>(min - 1, 0), ",}")
+                : absl::StrCat(more, "{", std::max<int64_t>(min - 1, 0), ",", max - 1, "}");
+    const std::string list = item + rest;
+    return min == 0 ? "\\[(?:" + list + ")?\\]" : "\\[" + list + "\\]";
+  }
+
+  // Any JSON value nested at most `depth` deep (objects with string keys).
+  static std::string AnyValue(int depth) {
+    const std::string str = absl::StrCat("\"", kChar, "*\"");
+    std::string v = Alt({str, kNumber, "true", "false", "null"});
+    for (int d = 0; d < depth; ++d) {
+      const std::string arr = absl::StrCat("\\[(?:", v, "(?:,", kSep, v, ")*)?\\]");
+      const std::string member = absl::StrCat(str, ":", kSep, v);
+      const std::string obj = absl::StrCat("\\{(?:", member, "(?:,", kSep, member, ")*)?\\}");
+      v = Alt({str, kNumber, "true", "false", "null", arr, obj});
+    }
+    return v;
+  }
+
+  const json& root_;
+  std::set<std::string> resolving_;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> JsonSchemaToRegex(const nlohmann::ordered_json& schema) {
+  return Converter(schema).Convert(schema, "");
+}
+
+std::string JsonObjectRegex(int depth) {
+  const std::string str = absl::StrCat("\"", kChar, "*\"");
+  std::string v = Alt({str, kNumber, "true", "false", "null"});
+  std::string obj;
+  for (int d = 0; d < depth; ++d) {
+    const std::string arr = absl::StrCat("\\[(?:", v, "(?:,", kSep, v, ")*)?\\]");
+    const std::string member = absl::StrCat(str, ":", kSep, v);
+    obj = absl::StrCat("\\{(?:", member, "(?:,", kSep, member, ")*)?\\}");
+    v = Alt({str, kNumber, "true", "false", "null", arr, obj});
+  }
+  return obj;
+}
+
+}  // namespace orca
