@@ -16,7 +16,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /src
 # Test tooling that building a binary does not need; same step as orca.Dockerfile, so
 # the two builds share this layer.
-ARG SKIP_PACKAGES="clang python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-yaml python3-prometheus-client python3-matplotlib nodejs npm prometheus"
+ARG SKIP_PACKAGES="clang python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-yaml python3-prometheus-client python3-matplotlib python3-jsonschema nodejs npm prometheus"
 COPY scripts/install-deps.sh scripts/apt-packages.txt scripts/
 RUN for p in ${SKIP_PACKAGES}; do sed -i "/^${p}\$/d" scripts/apt-packages.txt; done \
  && scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*

@@ -23,7 +23,7 @@ WORKDIR /src
 # e2e clients): dropped from the list before install-deps.sh reads it. The build fails
 # at cmake if anything it needs is missing. Same step as orca-controller.Dockerfile, so
 # the two builds share this layer.
-ARG SKIP_PACKAGES="clang python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-yaml python3-prometheus-client python3-matplotlib nodejs npm prometheus"
+ARG SKIP_PACKAGES="clang python3 python3-torch python3-numpy python3-sentencepiece python3-jinja2 python3-yaml python3-prometheus-client python3-matplotlib python3-jsonschema nodejs npm prometheus"
 # Dependencies first, so that source changes reuse this layer.
 COPY scripts/install-deps.sh scripts/apt-packages.txt scripts/
 RUN for p in ${SKIP_PACKAGES}; do sed -i "/^${p}\$/d" scripts/apt-packages.txt; done \
