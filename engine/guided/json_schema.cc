@@ -104,6 +104,23 @@ std::string IntegerRange(std::optional<int64_t> lo, std::optional<int64_t> hi) {
   return Alt(parts);
 }
 
+// Any JSON value, and any JSON object, nested at most `depth` deep (`depth` >= 1).
+struct NestedJson {
+  std::string value, object;
+};
+NestedJson Nested(int depth) {
+  const std::string str = absl::StrCat("\"", kChar, "*\"");
+  NestedJson out{Alt({str, kNumber, "true", "false", "null"}), ""};
+  for (int d = 0; d < depth; ++d) {
+    const std::string& v = out.value;
+    const std::string arr = absl::StrCat("\\[(?:", v, "(?:,", kSep, v, ")*)?\\]");
+    const std::string member = absl::StrCat(str, ":", kSep, v);
+    out.object = absl::StrCat("\\{(?:", member, "(?:,", kSep, member, ")*)?\\}");
+    out.value = Alt({str, kNumber, "true", "false", "null", arr, out.object});
+  }
+  return out;
+}
+
 const std::set<std::string>& KnownKeywords() {
   static const auto* k = new std::set<std::string>{"type",
                                                    "enum",
@@ -433,18 +450,7 @@ class Converter {
     return min == 0 ? "\\[(?:" + list + ")?\\]" : "\\[" + list + "\\]";
   }
 
-  // Any JSON value nested at most `depth` deep (objects with string keys).
-  static std::string AnyValue(int depth) {
-    const std::string str = absl::StrCat("\"", kChar, "*\"");
-    std::string v = Alt({str, kNumber, "true", "false", "null"});
-    for (int d = 0; d < depth; ++d) {
-      const std::string arr = absl::StrCat("\\[(?:", v, "(?:,", kSep, v, ")*)?\\]");
-      const std::string member = absl::StrCat(str, ":", kSep, v);
-      const std::string obj = absl::StrCat("\\{(?:", member, "(?:,", kSep, member, ")*)?\\}");
-      v = Alt({str, kNumber, "true", "false", "null", arr, obj});
-    }
-    return v;
-  }
+  static std::string AnyValue(int depth) { return Nested(depth).value; }
 
   const json& root_;
   std::set<std::string> resolving_;
@@ -457,17 +463,6 @@ absl::StatusOr<std::string> JsonSchemaToRegex(const nlohmann::ordered_json& sche
   return Converter(schema).Convert(schema, "");
 }
 
-std::string JsonObjectRegex(int depth) {
-  const std::string str = absl::StrCat("\"", kChar, "*\"");
-  std::string v = Alt({str, kNumber, "true", "false", "null"});
-  std::string obj;
-  for (int d = 0; d < depth; ++d) {
-    const std::string arr = absl::StrCat("\\[(?:", v, "(?:,", kSep, v, ")*)?\\]");
-    const std::string member = absl::StrCat(str, ":", kSep, v);
-    obj = absl::StrCat("\\{(?:", member, "(?:,", kSep, member, ")*)?\\}");
-    v = Alt({str, kNumber, "true", "false", "null", arr, obj});
-  }
-  return obj;
-}
+std::string JsonObjectRegex(int depth) { return Nested(depth).object; }
 
 }  // namespace orca
