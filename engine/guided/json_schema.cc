@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/common/status_macros.h"
 #include "engine/guided/byte_dfa.h"
 
 namespace orca {
@@ -178,7 +179,43 @@ class Converter {
         absl::StrCat("json schema at ", where.empty() ? "the root" : where, ": ", what));
   }
 
-  absl::StatusOr<std::string> ConvertOne(const json& s, const std::string& where) {
+  // Refuses a type-specific keyword (maxLength, minimum, items, ...) that applies to
+  // none of `types` (none given: the schema has no type), which would otherwise be
+  // silently ignored.
+  absl::Status CheckKeywordsApply(const json& s, const std::vector<std::string>& types,
+                                  const std::string& where) {
+    static const auto* owner =
+        new std::map<std::string, std::string>{{"minLength", "string"},
+                                               {"maxLength", "string"},
+                                               {"pattern", "string"},
+                                               {"format", "string"},
+                                               {"minimum", "number"},
+                                               {"maximum", "number"},
+                                               {"exclusiveMinimum", "number"},
+                                               {"exclusiveMaximum", "number"},
+                                               {"properties", "object"},
+                                               {"required", "object"},
+                                               {"additionalProperties", "object"},
+                                               {"items", "array"},
+                                               {"minItems", "array"},
+                                               {"maxItems", "array"}};
+    for (const auto& [k, t] : *owner) {
+      if (!s.contains(k)) continue;
+      const bool applies =
+          std::any_of(types.begin(), types.end(), [&, &t = t](const std::string& x) {
+            return x == t || (t == "number" && x == "integer");
+          });
+      if (!applies) {
+        return Refuse(where, absl::StrCat("'", k, "' applies to ", t, "s, not to ",
+                                          types.empty() ? "a schema without a 'type'"
+                                                        : absl::StrJoin(types, " or ")));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> ConvertOne(const json& s, const std::string& where,
+                                         bool check_keywords = true) {
     if (s.is_boolean()) {
       if (s.get<bool>()) return AnyValue(2);
       return Refuse(where, "the schema `false` matches nothing");
@@ -188,6 +225,13 @@ class Converter {
       if (!KnownKeywords().contains(k)) {
         return Refuse(where, absl::StrCat("the keyword '", k, "' is not supported"));
       }
+    }
+    // Beside $ref, const, enum or a combinator without a type, a type-specific keyword
+    // would be ignored: refused like anywhere else it applies to nothing.
+    const bool combined = s.contains("$ref") || s.contains("const") || s.contains("enum") ||
+                          s.contains("anyOf") || s.contains("oneOf") || s.contains("allOf");
+    if (combined && check_keywords && !s.contains("type")) {
+      ORCA_RETURN_IF_ERROR(CheckKeywordsApply(s, {}, where));
     }
     if (s.contains("$ref")) return Ref(s["$ref"], where);
     if (s.contains("const")) return Literal(s["const"]);
@@ -217,22 +261,32 @@ class Converter {
       }
       return Convert(s["allOf"][0], where + "/allOf/0");
     }
-    if (!s.contains("type")) return AnyValue(2);
+    if (!s.contains("type")) {
+      if (check_keywords) ORCA_RETURN_IF_ERROR(CheckKeywordsApply(s, {}, where));
+      return AnyValue(2);
+    }
     const json& type = s["type"];
     if (type.is_array()) {
-      std::vector<std::string> parts;
+      std::vector<std::string> names;
       for (const json& t : type) {
+        if (!t.is_string()) return Refuse(where, "'type' must hold strings");
+        names.push_back(t.get<std::string>());
+      }
+      if (names.empty()) return Refuse(where, "'type' must not be empty");
+      ORCA_RETURN_IF_ERROR(CheckKeywordsApply(s, names, where));
+      std::vector<std::string> parts;
+      for (const std::string& t : names) {
         json one = s;
         one["type"] = t;
-        auto p = Convert(one, where);
+        auto p = ConvertOne(one, where, /*check_keywords=*/false);
         if (!p.ok()) return p;
         parts.push_back(*p);
       }
-      if (parts.empty()) return Refuse(where, "'type' must not be empty");
       return Alt(parts);
     }
     if (!type.is_string()) return Refuse(where, "'type' must be a string or an array of them");
     const std::string t = type.get<std::string>();
+    if (check_keywords) ORCA_RETURN_IF_ERROR(CheckKeywordsApply(s, {t}, where));
     if (t == "string") return String(s, where);
     if (t == "integer") return Integer(s, where);
     if (t == "number") {

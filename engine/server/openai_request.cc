@@ -368,8 +368,10 @@ absl::Status ParseGuided(const json& j, OpenAiRequest& r) {
   int given = 0;
   for (const char* k : {"guided_regex", "guided_choice", "guided_json", "response_format"}) {
     const json* v = f.Get(k);
-    given += v != nullptr && !(std::string_view(k) == "response_format" && v->is_object() &&
-                               v->value("type", "") == "text");
+    // (json::value would throw on a "type" that is not a string: compare instead.)
+    const bool text_format = std::string_view(k) == "response_format" && v != nullptr &&
+                             v->is_object() && v->contains("type") && (*v)["type"] == "text";
+    given += v != nullptr && !text_format;
   }
   if (given > 1) {
     return Invalid("guided_json",

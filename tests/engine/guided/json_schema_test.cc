@@ -145,6 +145,10 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotSupportNamingIt) {
       {json{{"type", "integer"}, {"minimum", 5}, {"maximum", 4}}, "no integer"},
       {json{{"allOf", {json::object(), json::object()}}}, "'allOf'"},
       {json{{"type", "tuple"}}, "unknown type"},
+      {json{{"maxLength", 3}}, "'maxLength' applies to strings, not to a schema without a 'type'"},
+      {json{{"type", "integer"}, {"maxItems", 3}}, "'maxItems' applies to arrays, not to integer"},
+      {json{{"type", {"string", "null"}}, {"minimum", 1}}, "'minimum' applies to numbers"},
+      {json{{"enum", {1, 2}}, {"pattern", "a"}}, "'pattern' applies to strings"},
   };
   for (const auto& [schema, what] : refused) {
     absl::StatusOr<std::string> p = JsonSchemaToRegex(schema);

@@ -106,6 +106,31 @@ TEST(OpenAiRequestTest, MalformedBodiesAreRejectedAsBefore) {
   EXPECT_EQ(r.status().message(), "'messages[0].content' must be a string or an array of parts");
 }
 
+// Structured-output fields of the wrong JSON types are 400s naming the field, never an
+// exception out of the parser (json::value throws on a type mismatch).
+TEST(OpenAiRequestTest, GuidedFieldsOfTheWrongTypesAreRefused) {
+  for (
+      const char* body :
+      {R"({"prompt": "x", "response_format": {"type": 5}})",
+       R"({"prompt": "x", "response_format": {"type": ["text"]}, "guided_regex": "a"})",
+       R"({"prompt": "x", "response_format": "json_object"})",
+       R"({"prompt": "x", "guided_json": {"type": "object", "properties": {"a": {"maxLength": "3"}}}})",
+       R"({"prompt": "x", "guided_json": {"type": "array", "minItems": -1}})",
+       R"({"prompt": "x", "guided_json": {"type": "integer", "minimum": "0"}})",
+       R"({"prompt": "x", "guided_json": {"enum": 3}})",
+       R"({"prompt": "x", "guided_json": {"$ref": 3}})",
+       R"({"prompt": "x", "guided_choice": "yes"})"}) {
+    absl::StatusOr<OpenAiRequest> r = ParseOpenAiRequest(body, /*chat=*/false);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << body;
+  }
+  absl::StatusOr<OpenAiRequest> text = ParseOpenAiRequest(
+      R"({"prompt": "x", "response_format": {"type": "text"}, "guided_regex": "a"})",
+      /*chat=*/false);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->guided_pattern, "a");
+}
+
 // Nesting is limited to 128 levels, refused while parsing (1.3M levels used to parse,
 // at about 0.6 GB), with a message naming the limit; 128 levels still parse.
 TEST(OpenAiRequestTest, NestingDeeperThanTheLimitIsRefused) {
