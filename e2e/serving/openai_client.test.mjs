@@ -151,18 +151,26 @@ test('logprobs, stop strings, token-id prompts, echo', async (t) => {
   assert.equal(e.choices[0].logprobs, null);
 });
 
+// The Debian python3 when it can import `modules` (the independent references); else
+// null with the test skipped, or an error in CI, where `pkg` must be installed.
+function referencePython(t, modules, pkg) {
+  const python = '/usr/bin/python3';
+  try {
+    execFileSync(python, ['-c', `import ${modules}`], { stdio: 'ignore' });
+    return python;
+  } catch {
+    if (process.env.CI === 'true') throw new Error(`${pkg} is missing in CI`);
+    t.skip(`${pkg} not installed`);
+    return null;
+  }
+}
+
 // PyTorch's float64 scores of each prompt token (tests/engine/runner/reference_logprobs.py),
 // with cached keys and values rounded to `kvDtype` as the server's cache stores them;
 // null when python3-torch is missing (a failure in CI).
 function torchPromptLogprobs(t, ids, topN, kvDtype) {
-  const python = '/usr/bin/python3';
-  try {
-    execFileSync(python, ['-c', 'import torch, numpy'], { stdio: 'ignore' });
-  } catch {
-    if (process.env.CI === 'true') throw new Error('python3-torch is missing in CI');
-    t.skip('python3-torch not installed');
-    return null;
-  }
+  const python = referencePython(t, 'torch, numpy', 'python3-torch');
+  if (!python) return null;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'orca-logprobs-'));
   try {
     writeFileSync(path.join(dir, 'ids.json'), JSON.stringify(ids));
@@ -317,14 +325,8 @@ const schemas = [
 ];
 
 function validateWithJsonschema(t, pairs) {
-  const python = '/usr/bin/python3';
-  try {
-    execFileSync(python, ['-c', 'import jsonschema'], { stdio: 'ignore' });
-  } catch {
-    if (process.env.CI === 'true') throw new Error('python3-jsonschema is missing in CI');
-    t.skip('python3-jsonschema not installed');
-    return null;
-  }
+  const python = referencePython(t, 'jsonschema', 'python3-jsonschema');
+  if (!python) return null;
   const script = 'import json, sys, jsonschema\n' +
     'out = []\n' +
     'for schema, text in json.load(sys.stdin):\n' +
