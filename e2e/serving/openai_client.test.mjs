@@ -7,6 +7,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { execFileSync } from 'node:child_process';
 import { startServer, skipOrFail, storiesDir, sourceDir, missingPrerequisite } from './orca_server.mjs';
+import { referencePython, validateWithJsonschema } from './references.mjs';
 
 let server;
 let client;
@@ -150,20 +151,6 @@ test('logprobs, stop strings, token-id prompts, echo', async (t) => {
   assert.ok(e.choices[0].text.startsWith(prompt));
   assert.equal(e.choices[0].logprobs, null);
 });
-
-// The Debian python3 when it can import `modules` (the independent references); else
-// null with the test skipped, or an error in CI, where `pkg` must be installed.
-function referencePython(t, modules, pkg) {
-  const python = '/usr/bin/python3';
-  try {
-    execFileSync(python, ['-c', `import ${modules}`], { stdio: 'ignore' });
-    return python;
-  } catch {
-    if (process.env.CI === 'true') throw new Error(`${pkg} is missing in CI`);
-    t.skip(`${pkg} not installed`);
-    return null;
-  }
-}
 
 // PyTorch's float64 scores of each prompt token (tests/engine/runner/reference_logprobs.py),
 // with cached keys and values rounded to `kvDtype` as the server's cache stores them;
@@ -323,21 +310,6 @@ const schemas = [
   { oneOf: [{ type: 'object', properties: { kind: { const: 'circle' }, r: { type: 'number' } }, required: ['kind', 'r'] }, { type: 'object', properties: { kind: { const: 'square' }, side: { type: 'integer', minimum: 1, maximum: 99 } }, required: ['kind', 'side'] }] },
   { allOf: [{ type: 'array', items: { enum: ['x', 'y'] }, maxItems: 3 }] },
 ];
-
-function validateWithJsonschema(t, pairs) {
-  const python = referencePython(t, 'jsonschema', 'python3-jsonschema');
-  if (!python) return null;
-  const script = 'import json, sys, jsonschema\n' +
-    'out = []\n' +
-    'for schema, text in json.load(sys.stdin):\n' +
-    '    try:\n' +
-    '        v = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)\n' +
-    '        v.validate(json.loads(text)); out.append(None)\n' +
-    '    except Exception as e:\n' +
-    '        out.append(str(e)[:300])\n' +
-    'print(json.dumps(out))\n';
-  return JSON.parse(execFileSync(python, ['-c', script], { input: JSON.stringify(pairs) }));
-}
 
 test('structured outputs parse and validate against their JSON schemas', async (t) => {
   if (skipOrFail(t)) return;

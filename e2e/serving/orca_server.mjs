@@ -26,8 +26,8 @@ export function skipOrFail(t) {
   return true;
 }
 
-export async function startServer(extraArgs = [], { timeoutMs = 30000, env = {} } = {}) {
-  const args = ['serve', '--model', storiesDir, '--served-model-name', 'stories260K', '--host', '127.0.0.1',
+export async function startServer(extraArgs = [], { timeoutMs = 30000, env = {}, modelDir = storiesDir } = {}) {
+  const args = ['serve', '--model', modelDir, '--served-model-name', 'stories260K', '--host', '127.0.0.1',
                 '--port', '0', '--grpc-port', '0', ...extraArgs];
   const child = spawn(process.env.ORCA_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';

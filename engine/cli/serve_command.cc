@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "engine/backend/registry.h"
 #include "engine/chat/chat_template.h"
+#include "engine/chat/tool_calls.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/worker_supervisor.h"
 #include "engine/common/cpu_limit.h"
@@ -40,6 +41,36 @@
 
 namespace orca {
 namespace {
+
+// The tool-call format of the served model: the setting's, or for auto the one its chat
+// template writes (logged: a template with tools in no known format serves content only).
+ToolCallFormat ChooseToolCallFormat(ToolCallParserChoice setting,
+                                    const std::string& template_source) {
+  ToolCallFormat format = ToolCallFormat::kNone;
+  switch (setting) {
+    case ToolCallParserChoice::kAuto:
+      format = DetectToolCallFormat(template_source);
+      if (format == ToolCallFormat::kNone && template_source.find("tools") != std::string::npos) {
+        ORCA_LOG(WARNING) << "the chat template renders tools in a format orca does not parse: "
+                             "tool calls come back as content unless tool_choice forces one "
+                             "(choose a format with --tool-call-parser)";
+      }
+      break;
+    case ToolCallParserChoice::kNone:
+      break;
+    case ToolCallParserChoice::kHermes:
+      format = ToolCallFormat::kHermes;
+      break;
+    case ToolCallParserChoice::kLlama3Json:
+      format = ToolCallFormat::kLlama3Json;
+      break;
+    case ToolCallParserChoice::kMistral:
+      format = ToolCallFormat::kMistral;
+      break;
+  }
+  ORCA_LOG(INFO) << "tool calls: parsed as " << ToolCallFormatName(format);
+  return format;
+}
 
 // Used when neither --chat-template nor the tokenizer provides one: a plain,
 // role-tagged transcript.
@@ -344,6 +375,7 @@ absl::Status Serve(const EngineConfig& config, Role role) {
   }
   std::shared_ptr<ChatTemplate> tmpl = std::move(*chat_template);
   so.render_chat = [tmpl](const nlohmann::ordered_json& ctx) { return tmpl->Render(ctx); };
+  so.tool_call_format = ChooseToolCallFormat(config.server.tool_call_parser, template_source);
   so.max_body_bytes = static_cast<size_t>(config.server.max_body_bytes);
   const SchedulerOptions& sched = config.scheduler;
   KvCacheInfo cache;

@@ -31,6 +31,10 @@ enum class KvPolicy { kPaged, kReserve };
 // members stop computing.
 enum class SchedulingPolicy { kIteration, kRequest, kRequestCompact };
 
+// How chat output is parsed for tool calls (engine/chat/tool_calls.h): auto follows the
+// chat template's format.
+enum class ToolCallParserChoice { kAuto, kNone, kHermes, kLlama3Json, kMistral };
+
 // Returns the canonical spelling of each enum value ("cuda", "bfloat16", ...).
 absl::string_view DeviceName(Device d);
 absl::string_view WeightDTypeName(WeightDType d);
@@ -103,6 +107,7 @@ struct ServerOptions {
   int32_t grpc_port = 8001;   // gRPC (0 = any free port, -1 = off)
   std::string api_key_file;   // "" = no authentication
   std::string chat_template;  // file; "" = the tokenizer's
+  ToolCallParserChoice tool_call_parser = ToolCallParserChoice::kAuto;
   int64_t max_body_bytes = 8 << 20;
   double shutdown_timeout_s = 20;         // after SIGTERM, then exit regardless
   std::string tls_cert_file;              // PEM; with tls_key_file: HTTPS and gRPC over TLS

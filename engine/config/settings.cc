@@ -30,6 +30,12 @@ constexpr Spelling<SchedulingPolicy> kPolicies[] = {
     {"iteration", SchedulingPolicy::kIteration},
     {"request", SchedulingPolicy::kRequest},
     {"request-compact", SchedulingPolicy::kRequestCompact}};
+constexpr Spelling<ToolCallParserChoice> kToolCallParsers[] = {
+    {"auto", ToolCallParserChoice::kAuto},
+    {"none", ToolCallParserChoice::kNone},
+    {"hermes", ToolCallParserChoice::kHermes},
+    {"llama3_json", ToolCallParserChoice::kLlama3Json},
+    {"mistral", ToolCallParserChoice::kMistral}};
 
 template <typename E, size_t N>
 absl::string_view NameOf(const Spelling<E> (&table)[N], E v) {
@@ -291,6 +297,12 @@ std::vector<Setting> BuildSettings() {
   s.push_back(String("server.chat_template", "chat-template", &C::server,
                      &ServerOptions::chat_template, kServing,
                      "Jinja chat template file (default: the tokenizer's)"));
+  s.push_back(Enum("server.tool_call_parser", "tool-call-parser", &C::server,
+                   &ServerOptions::tool_call_parser, kToolCallParsers, kServing,
+                   "how chat output with tools is parsed for tool calls: hermes "
+                   "(<tool_call>{...}</tool_call>: Hermes, Qwen), llama3_json ({\"name\", "
+                   "\"parameters\"}: Llama 3.x), mistral ([TOOL_CALLS]...), none (content "
+                   "only), auto (the chat template's format)"));
   s.push_back(Int("server.max_body_bytes", "max-body-bytes", &C::server,
                   &ServerOptions::max_body_bytes, 1024, int64_t{1} << 30, kServing,
                   "largest request body accepted (413 beyond)"));

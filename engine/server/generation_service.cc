@@ -23,12 +23,14 @@ absl::Status GenerationService::CheckModel(const std::string& model) const {
 }
 
 absl::StatusOr<std::string> GenerationService::RenderChat(
-    const nlohmann::ordered_json& messages, bool add_generation_prompt,
-    const nlohmann::ordered_json& kwargs) const {
+    const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+    bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const {
   const Tokenizer& tok = engine_->tokenizer();
   // The context keeps the request's key order (ordered_json), as transformers does.
   nlohmann::ordered_json ctx = kwargs.is_object() ? kwargs : nlohmann::ordered_json::object();
   ctx["messages"] = messages;
+  // Templates test `tools` for being defined / not none: only set when there are some.
+  if (tools.is_array() && !tools.empty()) ctx["tools"] = tools;
   ctx["add_generation_prompt"] = add_generation_prompt;
   ctx["bos_token"] = tok.bos_id() ? tok.IdToToken(*tok.bos_id()) : "";
   ctx["eos_token"] = tok.eos_id() ? tok.IdToToken(*tok.eos_id()) : "";
@@ -59,8 +61,8 @@ absl::StatusOr<GenerationService::Started> GenerationService::Start(const OpenAi
   ++*open_;
   started.open = std::shared_ptr<void>(nullptr, [open = open_](void*) { --*open; });
   if (r.chat) {
-    ORCA_ASSIGN_OR_RETURN(std::string text,
-                          RenderChat(r.messages, r.add_generation_prompt, r.chat_template_kwargs));
+    ORCA_ASSIGN_OR_RETURN(std::string text, RenderChat(r.messages, r.tools, r.add_generation_prompt,
+                                                       r.chat_template_kwargs));
     prompts.push_back(tok.Encode(text, /*add_special_tokens=*/false));
   } else {
     for (size_t i = 0; i < r.prompt_texts.size(); ++i) {
@@ -85,6 +87,9 @@ absl::StatusOr<GenerationService::Started> GenerationService::Start(const OpenAi
       GenerateParams params = r.params;
       params.prompt_tokens = prompts[p];
       params.guide = guide;
+      // The markers of some tool-call formats are special tokens: keep them for the parser.
+      if (r.tool_choice == ToolChoice::kAuto && options_.tool_call_format != ToolCallFormat::kNone)
+        params.skip_special_tokens = false;
       if (params.max_tokens < 0) {  // chat without max_tokens: up to the context
         params.max_tokens = engine_->max_model_len() - static_cast<int32_t>(prompts[p].size());
         if (params.max_tokens < 1) params.max_tokens = 1;  // Submit reports the context error

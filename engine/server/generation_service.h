@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "engine/chat/tool_calls.h"
 #include "engine/core/engine.h"
 #include "engine/server/openai_request.h"
 
@@ -34,6 +35,10 @@ class GenerationService {
     // StopAdmitting(). Default: never. Read on every Start, so it may be a flag a signal
     // handler sets.
     std::function<bool()> draining;
+    // How the served model writes tool calls (its chat template's format, or the
+    // tool-call-parser setting): with tool_choice auto the output is parsed for them,
+    // its special tokens kept (the markers of some formats are special tokens).
+    ToolCallFormat tool_call_format = ToolCallFormat::kNone;
   };
   // `engine` must outlive the service.
   GenerationService(Engine* engine, Options options)
@@ -65,11 +70,14 @@ class GenerationService {
 
   // NotFound (param "model") unless `model` is empty or the served model.
   absl::Status CheckModel(const std::string& model) const;
-  // Renders `messages` with the chat template (InvalidArgument, param "messages").
+  // Renders `messages` with the chat template, `tools` (OpenAI tool objects) as its
+  // `tools` when there are any (InvalidArgument, param "messages").
   absl::StatusOr<std::string> RenderChat(const nlohmann::ordered_json& messages,
+                                         const nlohmann::ordered_json& tools,
                                          bool add_generation_prompt,
                                          const nlohmann::ordered_json& kwargs) const;
   const std::string& served_model_name() const { return options_.served_model_name; }
+  ToolCallFormat tool_call_format() const { return options_.tool_call_format; }
   Engine& engine() const { return *engine_; }
 
  private:

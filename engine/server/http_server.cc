@@ -89,6 +89,7 @@ struct Generation {
     ChoiceState& c = choices[i];
     size_t from = c.samples.size();
     c.text += ev.text;
+    c.ParseTools(ev.text, ev.finished);
     c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
     c.samples.insert(c.samples.end(), ev.samples.begin(), ev.samples.end());
     c.prompt_logprobs.insert(c.prompt_logprobs.end(), ev.prompt_logprobs.begin(),
@@ -116,6 +117,27 @@ struct Generation {
     return true;
   }
 };
+
+// Gives a chat choice the tool-call parser its request calls for: the forced choices'
+// (the guide shapes the output), or with tool_choice auto the model's format's.
+void AttachToolParser(const OpenAiRequest& r, ToolCallFormat format, ChoiceState& c) {
+  if (!r.chat) return;
+  switch (r.tool_choice) {
+    case ToolChoice::kNone:
+      return;
+    case ToolChoice::kNamed:
+      c.tools = MakeForcedNamedParser(r.tool_choice_name);
+      c.forced_function = true;
+      break;
+    case ToolChoice::kRequired:
+      c.tools = MakeForcedListParser();
+      break;
+    case ToolChoice::kAuto:
+      c.tools = MakeToolCallParser(format);
+      break;
+  }
+  if (c.tools != nullptr && format == ToolCallFormat::kMistral) c.tools->UseShortIds();
+}
 
 // Reads the request body into `body` through `reader`, at most `max_bytes` of it.
 // Returns false once it has answered: 413 when the body passes the limit (checked as
@@ -175,7 +197,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(Engine* engine,
   }
   s->service_ = std::make_unique<GenerationService>(
       engine, GenerationService::Options{s->options_.served_model_name, s->options_.ready,
-                                         s->options_.render_chat, s->options_.draining});
+                                         s->options_.render_chat, s->options_.draining,
+                                         s->options_.tool_call_format});
   s->authenticator_ = Authenticator(s->options_.api_key);
   HttpListenerOptions lo;
   lo.worker_threads = s->options_.num_threads;
@@ -376,7 +399,7 @@ void HttpServer::Routes() {
     if (auto s = service_->CheckModel(t->model); !s.ok()) return SendError(res, ErrorFrom(s));
     std::vector<int32_t> ids;
     if (!t->messages.is_null()) {
-      auto text = service_->RenderChat(t->messages, t->add_generation_prompt,
+      auto text = service_->RenderChat(t->messages, t->tools, t->add_generation_prompt,
                                        nlohmann::ordered_json::object());
       if (!text.ok()) return SendError(res, ErrorFrom(text.status()));
       ids = engine_->tokenizer().Encode(*text, false);
@@ -446,6 +469,7 @@ void HttpServer::Routes() {
         if (gen->ctx.wants_prompt_scores() && prompt < started->prompt_ids.size()) {
           c.prompt_token_ids = started->prompt_ids[prompt];
         }
+        AttachToolParser(r, service_->tool_call_format(), c);
         gen->choices.push_back(c);
         gen->started.push_back(false);
         gen->echo_prefix.push_back(
@@ -518,7 +542,11 @@ void HttpServer::Routes() {
               return false;
             }
             const bool first = !gen->started[i];
-            if (ev.text.empty() && from == to && !c.finished && !first) continue;
+            const bool no_text = c.tools != nullptr ? c.unsent.empty() : ev.text.empty();
+            // Nothing to say: no text and no logprobs (tokens held back by the
+            // detokenizer or the tool-call parser).
+            const bool no_logprobs = from == to || gen->ctx.logprobs < 0;
+            if (no_text && no_logprobs && !c.finished && !first) continue;
             gen->started[i] = true;
             // A first chunk that waited for the prompt's scores carries all so far.
             json chunk = StreamChunk(gen->ctx, c, first ? c.text : ev.text, first ? 0 : from, to,
@@ -527,6 +555,7 @@ void HttpServer::Routes() {
               chunk["choices"][0]["prompt_logprobs"] = PromptLogprobsJson(gen->ctx, c);
             }
             bool ok = WriteEvent(sink, Dump(chunk));
+            gen->choices[i].unsent = ParsedDelta();
             if (ok && c.finished)
               ok = WriteEvent(sink, Dump(StreamChunk(gen->ctx, c, "", to, to, false, true)));
             if (!ok) {  // the client went away

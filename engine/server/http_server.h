@@ -75,6 +75,8 @@ struct HttpServerOptions {
   // "eos_token", ...}) to the prompt text; errors become 400s. Objects keep the key order
   // of the request body, as transformers' Python dicts do.
   std::function<absl::StatusOr<std::string>(const nlohmann::ordered_json&)> render_chat;
+  // How the model writes tool calls (GenerationService::Options::tool_call_format).
+  ToolCallFormat tool_call_format = ToolCallFormat::kNone;
   // Returns the Prometheus exposition for /metrics ("" when metrics are off).
   std::function<std::string()> metrics_text;
   // Returns whether the serving group is ready (DESIGN section 4); default: always.

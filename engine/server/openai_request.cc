@@ -13,6 +13,7 @@
 #include "engine/common/status_macros.h"
 #include "engine/guided/byte_dfa.h"
 #include "engine/guided/json_schema.h"
+#include "engine/server/openai_tools.h"
 
 namespace orca {
 namespace {
@@ -293,6 +294,7 @@ absl::Status ParseMessages(const json& j, OpenAiRequest& r) {
       return Invalid(where + ".content",
                      absl::StrCat("'", where, ".content' must be a string or an array of parts"));
     }
+    ORCA_RETURN_IF_ERROR(NormalizeToolMessage(msg, where));
     out.push_back(std::move(msg));
   }
   r.messages = std::move(out);
@@ -524,6 +526,7 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(const std::string& body, bool c
   r.params.sampling.logprobs = r.logprobs;
   r.params.sampling.prompt_logprobs = EffectivePromptLogprobs(r);
   ORCA_RETURN_IF_ERROR(ParseGuided(j, r));
+  if (chat) ORCA_RETURN_IF_ERROR(ParseTools(j, r));
   ORCA_RETURN_IF_ERROR(ValidateOpenAiRequest(r));
   return r;
 }
@@ -589,8 +592,11 @@ absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body) {
   ORCA_RETURN_IF_ERROR(f.Bool("add_generation_prompt", &t.add_generation_prompt));
   if (f.Get("messages")) {
     OpenAiRequest tmp;
+    tmp.chat = true;
     ORCA_RETURN_IF_ERROR(ParseMessages(j, tmp));
+    ORCA_RETURN_IF_ERROR(ParseTools(j, tmp));
     t.messages = std::move(tmp.messages);
+    t.tools = std::move(tmp.tools);
     return t;
   }
   const json* p = f.Get("prompt");

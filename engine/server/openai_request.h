@@ -26,6 +26,10 @@ inline constexpr char kParamPayload[] = "orca.dev/param";
 // is level 1). Deeper bodies are refused while parsing, before they cost memory.
 inline constexpr int kMaxJsonDepth = 128;
 
+// tool_choice: none (also with no tools), auto (the model decides; its output is parsed
+// for calls), required (at least one call, forced), a named function (forced).
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+
 struct ChatMessageInput {
   std::string role;
   nlohmann::ordered_json message;  // the whole message object, content flattened to a string
@@ -40,6 +44,12 @@ struct OpenAiRequest {
   nlohmann::ordered_json messages;               // chat: validated array
   bool add_generation_prompt = true;
   nlohmann::ordered_json chat_template_kwargs;  // extra template variables
+  // Tool calling (chat; openai_tools.h): the validated `tools` (empty: none), the choice
+  // and whether several calls may come at once. Forced choices set guided_pattern.
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_choice_name;  // kNamed
+  bool parallel_tool_calls = true;
 
   GenerateParams params;  // max_tokens may be unset (-1) for chat: fill at tokenize
   bool max_tokens_given = false;
@@ -77,7 +87,8 @@ int32_t EffectivePromptLogprobs(const OpenAiRequest& r);
 struct TokenizeRequest {
   std::string model;
   std::string prompt;
-  nlohmann::ordered_json messages;  // chat form
+  nlohmann::ordered_json messages;                                 // chat form
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // chat form: rendered too
   bool add_special_tokens = true;
   bool add_generation_prompt = true;
 };

@@ -19,12 +19,67 @@ json Bytes(const std::string& s) {
   return b;
 }
 
+json ToolCallDeltaJson(const ToolCallDelta& d) {
+  json fn = json::object();
+  if (!d.name.empty()) fn["name"] = d.name;
+  fn["arguments"] = d.arguments;
+  json out = {{"index", d.index}};
+  if (!d.id.empty()) {
+    out["id"] = d.id;
+    out["type"] = "function";
+  }
+  out["function"] = std::move(fn);
+  return out;
+}
+
+// The assistant message of a chat choice: its content, and the calls its parser found
+// (content null when there are calls and no text besides, as OpenAI's).
+json ChatMessageJson(const ChoiceState& c) {
+  if (c.tools == nullptr) return {{"role", "assistant"}, {"content", c.text}};
+  const std::vector<ToolCall>& calls = c.tools->calls();
+  json msg = {{"role", "assistant"},
+              {"content", calls.empty() || !c.tools->content().empty() ? json(c.tools->content())
+                                                                       : json(nullptr)}};
+  if (calls.empty()) return msg;
+  json arr = json::array();
+  for (const ToolCall& call : calls) {
+    arr.push_back({{"id", call.id},
+                   {"type", "function"},
+                   {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  }
+  msg["tool_calls"] = std::move(arr);
+  return msg;
+}
+
 }  // namespace
+
+void ChoiceState::ParseTools(const std::string& new_text, bool at_end) {
+  if (tools == nullptr) return;
+  ParsedDelta d = tools->Feed(new_text);
+  if (at_end) {
+    ParsedDelta rest = tools->Finish();
+    d.content += rest.content;
+    d.calls.insert(d.calls.end(), rest.calls.begin(), rest.calls.end());
+  }
+  unsent.content += d.content;
+  for (ToolCallDelta& call : d.calls) {
+    // Arguments following their call's earlier part in the same chunk join it.
+    if (!unsent.calls.empty() && unsent.calls.back().index == call.index && call.id.empty()) {
+      unsent.calls.back().arguments += call.arguments;
+    } else {
+      unsent.calls.push_back(std::move(call));
+    }
+  }
+}
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json FinishReasonJson(const ChoiceState& c) {
   if (!c.finished) return nullptr;
+  if (c.finish_reason == FinishReason::kStop && c.tools != nullptr && !c.tools->calls().empty() &&
+      !c.forced_function) {
+    return "tool_calls";
+  }
   switch (c.finish_reason) {
     case FinishReason::kLength:
       return "length";
@@ -163,7 +218,7 @@ json FullResponse(const ResponseContext& ctx, const std::vector<ChoiceState>& ch
     std::string prefix = i < echo_prefix.size() ? echo_prefix[i] : "";
     if (ctx.chat) {
       arr.push_back({{"index", c.index},
-                     {"message", {{"role", "assistant"}, {"content", c.text}}},
+                     {"message", ChatMessageJson(c)},
                      {"logprobs", LogprobsJson(ctx, c, 0, c.samples.size(), 0)},
                      {"finish_reason", FinishReasonJson(c)}});
     } else {
@@ -186,7 +241,18 @@ json StreamChunk(const ResponseContext& ctx, const ChoiceState& c, const std::st
   if (ctx.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
-    if (!text.empty() || first) delta["content"] = text;
+    if (c.tools != nullptr) {
+      if (!c.unsent.content.empty() || (first && c.unsent.calls.empty())) {
+        delta["content"] = c.unsent.content;
+      }
+      if (!c.unsent.calls.empty()) {
+        json calls = json::array();
+        for (const ToolCallDelta& d : c.unsent.calls) calls.push_back(ToolCallDeltaJson(d));
+        delta["tool_calls"] = std::move(calls);
+      }
+    } else if (!text.empty() || first) {
+      delta["content"] = text;
+    }
     choice = {{"index", c.index},
               {"delta", delta},
               {"logprobs", LogprobsJson(ctx, c, from, to, 0)},

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat/tool_calls.h"
 #include "engine/runner/iteration.h"
 #include "engine/sched/request.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -30,6 +31,14 @@ struct ChoiceState {
   // token ids and the scores of positions 1, 2, ... as they come.
   std::vector<int32_t> prompt_token_ids;
   std::vector<PromptLogprob> prompt_logprobs;
+  // Tool calling (chat with tools): the parser the output goes through (null: none),
+  // what it returned that no stream chunk carried yet, and whether tool_choice named the
+  // function (then finish_reason stays "stop", as OpenAI's does).
+  std::shared_ptr<ToolCallParser> tools;
+  ParsedDelta unsent;
+  bool forced_function = false;
+  // Feeds `text` (and with `finished` the end) to the parser, adding to `unsent`.
+  void ParseTools(const std::string& text, bool finished);
   // Whether every prompt token that has a logprob (all but the first) has it.
   bool prompt_scored() const { return prompt_logprobs.size() + 1 >= prompt_token_ids.size(); }
 };
@@ -69,7 +78,9 @@ void AttachPromptScores(const ResponseContext& ctx, const ChoiceState& c, size_t
 // The non-streamed response for all choices.
 nlohmann::json FullResponse(const ResponseContext& ctx, const std::vector<ChoiceState>& choices,
                             const std::vector<std::string>& echo_prefix);
-// One stream chunk carrying `text` (and tokens [from, to)) for choice `c`.
+// One stream chunk carrying `text` (and tokens [from, to)) for choice `c`. A choice with
+// a tool-call parser carries `c.unsent` instead of `text` (content and tool-call deltas;
+// the caller clears it once the chunk is written).
 nlohmann::json StreamChunk(const ResponseContext& ctx, const ChoiceState& c,
                            const std::string& text, size_t from, size_t to, bool first,
                            bool with_finish);

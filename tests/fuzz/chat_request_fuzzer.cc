@@ -39,6 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                        ? request->chat_template_kwargs
                                        : nlohmann::ordered_json::object();
   context["messages"] = request->messages;
+  if (!request->tools.empty()) context["tools"] = request->tools;
   context["add_generation_prompt"] = request->add_generation_prompt;
   context["bos_token"] = "<s>";
   context["eos_token"] = "</s>";

@@ -7,7 +7,10 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 #include "engine/chat/chat_template.h"
+#include "engine/guided/byte_dfa.h"
 #include "gtest/gtest.h"
 
 namespace orca {
@@ -249,6 +252,133 @@ TEST(OpenAiRequestTest, BodyParserMatchesNlohmannOnRandomDocuments) {
       EXPECT_FALSE(b.ok()) << broken;
     }
   }
+}
+
+// Tool calling: `tools`, `tool_choice`, `parallel_tool_calls`, and the history's calls.
+constexpr char kTools[] = R"json([
+  {"type": "function", "function": {"name": "get_weather", "description": "d",
+   "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}},
+                  "required": ["city"], "additionalProperties": false}}},
+  {"type": "function", "function": {"name": "ping"}}])json";
+
+absl::StatusOr<OpenAiRequest> ChatWithTools(const std::string& extra) {
+  return ParseOpenAiRequest(
+      absl::StrCat(R"({"messages": [{"role": "user", "content": "hi"}], )", R"("tools": )", kTools,
+                   extra.empty() ? "" : ", ", extra, "}"),
+      /*chat=*/true);
+}
+
+TEST(OpenAiRequestTest, ToolChoiceDefaultsToAutoAndForcedChoicesBecomeGuides) {
+  absl::StatusOr<OpenAiRequest> r = ChatWithTools("");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tool_choice, ToolChoice::kAuto);
+  EXPECT_EQ(r->tools.size(), 2u);
+  EXPECT_TRUE(r->guided_pattern.empty());
+
+  // A named function: the output is its arguments.
+  r = ChatWithTools(R"("tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tool_choice, ToolChoice::kNamed);
+  EXPECT_EQ(r->tool_choice_name, "get_weather");
+  EXPECT_EQ(r->guided_param, "tool_choice");
+  absl::StatusOr<ByteDfa> named = ByteDfa::Compile(r->guided_pattern);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_TRUE(named->Matches(R"({"city": "Paris"})"));
+  EXPECT_FALSE(named->Matches(R"({"city": "Paris is far"})"));  // maxLength 8
+  EXPECT_FALSE(named->Matches(R"({"name": "get_weather", "arguments": {"city": "Paris"}})"));
+
+  // "required": a list of calls to any of the tools; one only without parallel calls.
+  r = ChatWithTools(R"("tool_choice": "required")");
+  ASSERT_TRUE(r.ok()) << r.status();
+  absl::StatusOr<ByteDfa> list = ByteDfa::Compile(r->guided_pattern);
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_TRUE(list->Matches(R"([{"name": "ping", "arguments": {}}])"));
+  EXPECT_TRUE(list->Matches(
+      R"([{"name": "get_weather", "arguments": {"city": "Oslo"}}, {"name": "ping", "arguments": {}}])"));
+  EXPECT_FALSE(list->Matches("[]"));
+  EXPECT_FALSE(list->Matches(R"([{"name": "pong", "arguments": {}}])"));
+  EXPECT_FALSE(list->Matches(R"([{"name": "ping", "arguments": {"x": 1}}])"));
+  r = ChatWithTools(R"("tool_choice": "required", "parallel_tool_calls": false)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  list = ByteDfa::Compile(r->guided_pattern);
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_TRUE(list->Matches(R"([{"name": "ping", "arguments": {}}])"));
+  EXPECT_FALSE(
+      list->Matches(R"([{"name": "ping", "arguments": {}}, {"name": "ping", "arguments": {}}])"));
+
+  r = ChatWithTools(R"("tool_choice": "none")");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tool_choice, ToolChoice::kNone);
+  EXPECT_TRUE(r->guided_pattern.empty());
+}
+
+TEST(OpenAiRequestTest, BadToolRequestsNameTheField) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("tool_choice": "sometimes")", "tool_choice"},
+      {R"("tool_choice": {"type": "function", "function": {"name": "nope"}})", "tool_choice"},
+      {R"("tool_choice": {"type": "function"})", "tool_choice"},
+      {R"("tool_choice": "required", "guided_regex": "a")", "tool_choice"},
+      {R"("parallel_tool_calls": "yes")", "parallel_tool_calls"},
+  };
+  for (const auto& [extra, param] : cases) {
+    absl::StatusOr<OpenAiRequest> r = ChatWithTools(extra);
+    ASSERT_FALSE(r.ok()) << extra;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << extra;
+    EXPECT_EQ(r.status().GetPayload(kParamPayload).value_or(absl::Cord()), param) << extra;
+  }
+  const std::pair<std::string, std::string> bodies[] = {
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})", "tool_choice"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "code"}]})",
+       "tools[0]"},
+      {R"({"messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "a b"}}]})",
+       "tools[0].function.name"},
+      {R"({"messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "a"}},
+                     {"type": "function", "function": {"name": "a"}}]})",
+       "tools[1].function.name"},
+      {R"({"messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "a", "parameters": []}}]})",
+       "tools[0].function.parameters"},
+      // A schema the guide cannot enforce is refused only when a call is forced.
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required",
+           "tools": [{"type": "function", "function": {"name": "a",
+                      "parameters": {"type": "object", "patternProperties": {}}}}]})",
+       "tools[0].function.parameters"},
+      {R"({"messages": [{"role": "user", "content": "x"},
+           {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{x"}}]}]})",
+       "messages[1].tool_calls[0].function.arguments"},
+      {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
+       "messages[0].tool_calls"},
+      {R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 7}]})",
+       "messages[0].tool_call_id"},
+  };
+  for (const auto& [body, param] : bodies) {
+    absl::StatusOr<OpenAiRequest> r = ParseOpenAiRequest(body, /*chat=*/true);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.status().GetPayload(kParamPayload).value_or(absl::Cord()), param) << body;
+  }
+  EXPECT_TRUE(ParseOpenAiRequest(
+                  R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto",
+                      "tools": [{"type": "function", "function": {"name": "a",
+                      "parameters": {"type": "object", "patternProperties": {}}}}]})",
+                  /*chat=*/true)
+                  .ok());
+}
+
+TEST(OpenAiRequestTest, HistoryToolCallArgumentsBecomeObjectsForTheTemplate) {
+  absl::StatusOr<OpenAiRequest> r = ParseOpenAiRequest(
+      R"({"messages": [{"role": "user", "content": "x"},
+          {"role": "assistant", "content": null, "tool_calls": [{"id": "abc", "type": "function",
+            "function": {"name": "f", "arguments": "{\"z\": 1, \"a\": [2]}"}}]},
+          {"role": "tool", "tool_call_id": "abc", "content": "ok"}]})",
+      /*chat=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ordered_json& args = r->messages[1]["tool_calls"][0]["function"]["arguments"];
+  ASSERT_TRUE(args.is_object());
+  EXPECT_EQ(args.dump(), R"({"z":1,"a":[2]})");  // the client's key order
+  EXPECT_EQ(r->messages[2]["tool_call_id"], "abc");
 }
 
 }  // namespace
