@@ -26,7 +26,7 @@ declare -A max_len=(
   [tokenizer_json]=32768 [tokenizer_config]=16384 [tokenizer_model]=16384
   [chat_template]=16384 [completion_request]=4096 [chat_request]=4096 [engine_yaml]=4096
   [kubeconfig]=4096 [inference_deployment]=8192 [manifest_yaml]=16384 [watch_event]=4096
-  [guided_regex]=512 [tool_calls]=1024
+  [guided_regex]=512 [tool_calls]=1024 [guided_grammar]=1024
 )
 # What counts as a failure: a crash or sanitizer report, a leak, one input running
 # longer than 10 s, or the process passing 2 GiB.

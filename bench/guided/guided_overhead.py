@@ -5,7 +5,8 @@ and only the mechanism differs (the scheduler's mask copy into each plan, the sa
 pass over the vocabulary; the automaton's masks are built on the warm-up request).
 
 usage: guided_overhead.py --orca BIN --model DIR [--concurrency 1,32] [--tokens 64]
-                          [--rounds 2] --out result.json [--png plot.png]
+                          [--rounds 2] [--schema | --grammar] --out result.json
+                          [--png plot.png]
 
 Starts `orca serve` on a free port, then per concurrency level runs rounds of
 (unconstrained, guided) batches of `concurrency` requests of --tokens tokens each
@@ -29,6 +30,11 @@ SCHEMA = {"type": "object", "properties": {
           "mood": {"enum": ["happy", "sad", "scary"]},
           "story": {"type": "string", "minLength": 300, "maxLength": 600}},
           "required": ["title", "mood", "story"], "additionalProperties": False}
+# --grammar: a recursive GBNF grammar (an outline whose items may open nested outlines),
+# run on the pushdown automaton; at least 20 items and no end, so no request completes.
+GRAMMAR = r"""root ::= item{20,}
+item ::= "- " [a-zA-Z ,.']{1,40} "\n" | "(" root ")\n"
+"""
 
 
 def post(base, body):
@@ -38,16 +44,13 @@ def post(base, body):
         return json.load(r)
 
 
-def batch(base, concurrency, tokens, guided, seed, schema=False):
+def batch(base, concurrency, tokens, guide, seed):
+    """tokens/s of `concurrency` requests at once; `guide`: the guided fields (or {})."""
     out = [0] * concurrency
 
     def one(i):
         body = {"prompt": "Once upon a time", "max_tokens": tokens, "ignore_eos": True,
-                "temperature": 1.0, "seed": seed + i}
-        if guided and schema:
-            body["guided_json"] = SCHEMA
-        elif guided:
-            body["guided_regex"] = GUIDED
+                "temperature": 1.0, "seed": seed + i, **guide}
         out[i] = post(base, body)["usage"]["completion_tokens"]
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(concurrency)]
@@ -75,8 +78,14 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--png")
     ap.add_argument("--schema", action="store_true",
-                    help="guide with a realistic JSON schema (an order list) instead")
+                    help="guide with a realistic JSON schema (title/mood/story) instead")
+    ap.add_argument("--grammar", action="store_true",
+                    help="guide with a recursive GBNF grammar (a nested outline) instead")
     a = ap.parse_args()
+    guide = ({"guided_json": SCHEMA} if a.schema else
+             {"guided_grammar": GRAMMAR} if a.grammar else {"guided_regex": GUIDED})
+    label = ("guided_json (title/mood/story schema)" if a.schema else
+             "guided_grammar (nested outline)" if a.grammar else "guided_regex")
     levels = [int(c) for c in a.concurrency.split(",")]
     server = subprocess.Popen([a.orca, "serve", "--model", a.model, "--host", "127.0.0.1",
                                "--port", "0", "--grpc-port", "0",
@@ -92,14 +101,14 @@ def main():
         if base is None:
             sys.exit("orca serve did not start")
         print(f"[guided] server at {base}; warming up (compiles the pattern)", flush=True)
-        batch(base, 2, 8, True, 0, a.schema)
-        batch(base, 2, 8, False, 0)
+        batch(base, 2, 8, guide, 0)
+        batch(base, 2, 8, {}, 0)
         results = []
         for c in levels:
             best = {"unconstrained": 0.0, "guided": 0.0}
             for r in range(a.rounds):
                 for kind in ("unconstrained", "guided"):
-                    tps = batch(base, c, a.tokens, kind == "guided", 1000 * r, a.schema)
+                    tps = batch(base, c, a.tokens, guide if kind == "guided" else {}, 1000 * r)
                     best[kind] = max(best[kind], tps)
                     print(f"[guided] concurrency {c:3d} round {r + 1} {kind:13s} {tps:8.1f} tok/s",
                           flush=True)
@@ -114,7 +123,7 @@ def main():
         server.terminate()
         server.wait()
     doc = {"cpu": cpu_model(), "model": a.model, "tokens": a.tokens,
-           "guide": {"guided_json": SCHEMA} if a.schema else {"guided_regex": GUIDED},
+           "guide": guide,
            "results": results}
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=2)
@@ -127,7 +136,7 @@ def main():
         ax.bar([x - 0.2 for x in xs], [r["unconstrained_tok_s"] for r in results], 0.4,
                label="unconstrained")
         ax.bar([x + 0.2 for x in xs], [r["guided_tok_s"] for r in results], 0.4,
-               label="guided_json (title/mood/story schema)" if a.schema else "guided_regex")
+               label=label)
         ax.set_xticks(list(xs), [f"{r['concurrency']} clients" for r in results])
         ax.set_ylabel("output tokens/s")
         ax.set_title(f"Guided decoding overhead ({doc['cpu'][:40]})", fontsize=9)

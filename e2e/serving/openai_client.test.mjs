@@ -274,6 +274,43 @@ test('guided_regex and guided_choice outputs match, streamed and not', async (t)
                        (e) => e.status === 400 && e.error?.param === 'guided_regex');
 });
 
+// Grammars (guided_grammar, GBNF): outputs are sentences, judged by independent
+// parsers — JSON.parse for a (recursive) JSON grammar, and JavaScript's RegExp for a
+// grammar of lines.
+const jsonGrammar = String.raw`
+root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null")
+object ::= "{" ( string ": " value (", " string ": " value){0,3} )? "}"
+array  ::= "[" ( value (", " value){0,3} )? "]"
+string ::= "\"" [a-z ]{0,12} "\""
+number ::= "-"? [1-9] [0-9]{0,3}
+`;
+
+test('guided_grammar outputs are sentences of the grammar, streamed and not', async (t) => {
+  if (skipOrFail(t)) return;
+  let parsed = 0;
+  for (let seed = 0; seed < 6; ++seed) {
+    const r = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 200,
+                                                temperature: 0.9, seed, n: 2, guided_grammar: jsonGrammar });
+    for (const c of r.choices) {
+      if (c.finish_reason === 'length') continue;  // a long sentence cut short
+      let doc;
+      assert.doesNotThrow(() => { doc = JSON.parse(c.text); }, c.text);
+      assert.equal(typeof doc, 'object', c.text);
+      parsed++;
+    }
+  }
+  assert.ok(parsed >= 8, `${parsed} of 12 outputs complete`);
+  const lines = 'root ::= line{1,3}\nline ::= [A-Z] [a-z]{0,6} ": " ("on" | "off" | [0-9]{1,3} "%") "\\n"';
+  const stream = await client.completions.create({ model: 'stories260K', prompt: 'Settings:', max_tokens: 80,
+                                                   temperature: 0.9, seed: 1, stream: true, guided_grammar: lines });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
+  assert.match(text, /^(?:[A-Z][a-z]{0,6}: (?:on|off|[0-9]{1,3}%)\n){1,3}$/, JSON.stringify(text));
+  await assert.rejects(client.completions.create({ model: 'stories260K', prompt: 'x', guided_grammar: 'root ::= item' }),
+                       (e) => e.status === 400 && e.error?.param === 'guided_grammar' && /'item' is not defined/.test(e.message));
+});
+
 // Structured outputs with a model that knows no JSON (issue 17's acceptance): every
 // output of a schema corpus (strings and arrays bounded, so each completes within
 // max_tokens) parses and validates under python3-jsonschema, through guided_json,
@@ -310,6 +347,16 @@ const schemas = [
   { oneOf: [{ type: 'object', properties: { kind: { const: 'circle' }, r: { type: 'number' } }, required: ['kind', 'r'] }, { type: 'object', properties: { kind: { const: 'square' }, side: { type: 'integer', minimum: 1, maximum: 99 } }, required: ['kind', 'side'] }] },
   { allOf: [{ type: 'array', items: { enum: ['x', 'y'] }, maxItems: 3 }] },
 ];
+// Recursive schemas (run as grammars): a tree and a linked list through `$ref: "#"`,
+// as OpenAI's structured outputs allow. stories260K closes a level as soon as it may,
+// so each starts one level down (two objects); an output may still run out of tokens.
+const node = { type: 'object', properties: { v: { type: 'integer', minimum: 0, maximum: 9 }, kids: { type: 'array', items: { $ref: '#/$defs/node' }, maxItems: 2 } }, required: ['v', 'kids'], additionalProperties: false };
+const recursiveSchemas = [
+  { $defs: { node }, type: 'object', properties: { kids: { type: 'array', items: { $ref: '#/$defs/node' }, minItems: 1, maxItems: 2 } }, required: ['kids'], additionalProperties: false },
+  { type: 'object', properties: { name: { type: 'string', maxLength: 6 }, next: { anyOf: [{ $ref: '#' }, { type: 'null' }] } }, required: ['name', 'next'], additionalProperties: false },
+  { type: 'object', properties: { first: { $ref: '#/$defs/item' } }, required: ['first'], additionalProperties: false,
+    $defs: { item: { type: 'object', properties: { name: { type: 'string', maxLength: 6 }, next: { anyOf: [{ $ref: '#/$defs/item' }, { type: 'null' }] } }, required: ['name', 'next'], additionalProperties: false } } },
+];
 
 test('structured outputs parse and validate against their JSON schemas', async (t) => {
   if (skipOrFail(t)) return;
@@ -329,6 +376,18 @@ test('structured outputs parse and validate against their JSON schemas', async (
     for await (const chunk of stream) content += chunk.choices[0]?.delta?.content ?? '';
     pairs.push([schema, content]);
   }
+  let complete = 0, nested = 0;
+  for (const [k, schema] of recursiveSchemas.entries()) {
+    const r = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 400,
+                                                temperature: 0.8, seed: 7 + k, n: 4, guided_json: schema });
+    for (const c of r.choices) {
+      if (c.finish_reason !== 'stop') continue;
+      complete++;
+      if ((c.text.match(/\{/g) ?? []).length >= 2) nested++;
+      pairs.push([schema, c.text]);
+    }
+  }
+  assert.ok(complete >= 6 && nested >= 4, `${complete} of 12 recursive outputs complete, ${nested} nested`);
   const obj = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'JSON please' }],
                                                      max_tokens: 300, temperature: 0.5, seed: 3,
                                                      response_format: { type: 'json_object' } });

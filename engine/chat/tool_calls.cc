@@ -453,20 +453,68 @@ std::unique_ptr<ToolCallParser> MakeForcedListParser() {
   return std::make_unique<ForcedListParser>();
 }
 
+namespace {
+
+// Points a tool's `$ref`s at where ToolListSchema moves what they name: "#" (the
+// parameters themselves) to "#/$defs/<prefix>", "#/$defs/x" and "#/definitions/x" to
+// "#/$defs/<prefix>-x".
+void MoveRefs(ojson& s, const std::string& prefix) {
+  if (s.is_array()) {
+    for (ojson& v : s) MoveRefs(v, prefix);
+    return;
+  }
+  if (!s.is_object()) return;
+  for (auto& [k, v] : s.items()) {
+    if (k == "$ref" && v.is_string()) {
+      const std::string ref = v.get<std::string>();
+      if (ref == "#") {
+        v = "#/$defs/" + prefix;
+      } else {
+        for (const char* section : {"#/$defs/", "#/definitions/"}) {
+          if (ref.starts_with(section)) {
+            v = "#/$defs/" + prefix + "-" + ref.substr(std::string_view(section).size());
+          }
+        }
+      }
+    } else {
+      MoveRefs(v, prefix);
+    }
+  }
+}
+
+}  // namespace
+
 ojson ToolListSchema(const ojson& tools, bool parallel) {
   ojson any = ojson::array();
-  for (const ojson& tool : tools) {
-    const ojson& fn = tool["function"];
+  ojson defs = ojson::object();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ojson& fn = tools[i]["function"];
     ojson params = fn.contains("parameters")
                        ? fn["parameters"]
                        : ojson{{"type", "object"}, {"properties", ojson::object()}};
+    // Each tool's parameters and definitions move to the list's $defs, their $refs
+    // following them, so that "#" still means the parameters.
+    const std::string prefix = "tool" + std::to_string(i);
+    MoveRefs(params, prefix);
+    if (params.is_object()) {
+      for (const char* section : {"$defs", "definitions"}) {
+        if (!params.contains(section)) continue;
+        if (params[section].is_object()) {
+          for (auto& [name, def] : params[section].items()) defs[prefix + "-" + name] = def;
+        }
+        params.erase(section);
+      }
+    }
+    defs[prefix] = std::move(params);
     any.push_back(
         ojson{{"type", "object"},
-              {"properties", {{"name", {{"const", fn["name"]}}}, {"arguments", std::move(params)}}},
+              {"properties",
+               {{"name", {{"const", fn["name"]}}}, {"arguments", {{"$ref", "#/$defs/" + prefix}}}}},
               {"required", {"name", "arguments"}},
               {"additionalProperties", false}});
   }
   ojson schema{{"type", "array"}, {"items", {{"anyOf", std::move(any)}}}, {"minItems", 1}};
+  schema["$defs"] = std::move(defs);
   if (!parallel) schema["maxItems"] = 1;
   return schema;
 }

@@ -113,7 +113,8 @@ std::unique_ptr<ToolCallParser> MakeForcedListParser();
 
 // The JSON schema of a list of calls to `tools` (OpenAI tool objects, validated): each
 // item {"name": <a tool's name>, "arguments": <its parameters>}; at least one item, at
-// most one unless `parallel`.
+// most one unless `parallel`. Tool i's parameters are `$defs` "tool<i>" and its own
+// definitions "tool<i>-<name>", its `$ref`s rewritten to match (recursion included).
 nlohmann::ordered_json ToolListSchema(const nlohmann::ordered_json& tools, bool parallel);
 
 // Returns where the JSON object or array starting at s[pos] (after blanks) ends, one

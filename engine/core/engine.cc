@@ -83,7 +83,8 @@ void Engine::Stop() {
   if (outputs_) outputs_->AbortAll(absl::UnavailableError("the server is shutting down"));
 }
 
-absl::StatusOr<std::shared_ptr<const TokenGuide>> Engine::Guide(const std::string& pattern) {
+absl::StatusOr<std::shared_ptr<const TokenGuide>> Engine::Guide(const std::string& pattern,
+                                                                GuideSyntax syntax) {
   GuideCache* cache;
   {
     absl::MutexLock lock(&guides_mu_);
@@ -91,7 +92,7 @@ absl::StatusOr<std::shared_ptr<const TokenGuide>> Engine::Guide(const std::strin
       guides_ = std::make_unique<GuideCache>(TokenVocabulary::FromTokenizer(*tokenizer_));
     cache = guides_.get();  // lives as long as the engine
   }
-  return cache->Get(pattern);
+  return cache->Get(pattern, syntax);
 }
 
 absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(GenerateParams params) {

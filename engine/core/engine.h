@@ -98,10 +98,12 @@ class Engine {
   void Abort(uint64_t request_id);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  // The guide of `pattern` (a regular expression the output must match) over this
-  // model's vocabulary, compiled once and cached; InvalidArgument naming what the
-  // pattern compiler refuses. Thread-safe (the vocabulary's trie is built on first use).
-  absl::StatusOr<std::shared_ptr<const TokenGuide>> Guide(const std::string& pattern);
+  // The guide of `pattern` (a regular expression or a GBNF grammar the output must
+  // match) over this model's vocabulary, compiled once and cached; InvalidArgument
+  // naming what the compiler refuses. Thread-safe (the vocabulary's trie is built on
+  // first use).
+  absl::StatusOr<std::shared_ptr<const TokenGuide>> Guide(const std::string& pattern,
+                                                          GuideSyntax syntax = GuideSyntax::kRegex);
   const ModelConfig& model_config() const { return executor_->config(); }
   // Whether the executor can run plans (a serving group is complete). Thread-safe.
   bool ready() const { return executor_->ready(); }

@@ -8,118 +8,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/guided/utf8_ranges.h"
 
 namespace orca {
 namespace {
 
-constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 constexpr int32_t kMaxRepeat = 1000;
 constexpr size_t kMaxNfaStates = 50000;
 // Subset construction's work (NFA states visited) at most: a pattern is compiled on a
 // request thread, so its cost is bounded whatever a client sends (~0.1 s).
 constexpr int64_t kMaxWork = 20'000'000;
 
-// A set of code points as sorted, disjoint, non-adjacent ranges.
-using CodeRanges = std::vector<std::pair<uint32_t, uint32_t>>;
-
-CodeRanges Normalize(CodeRanges r) {
-  std::sort(r.begin(), r.end());
-  CodeRanges out;
-  for (const auto& [lo, hi] : r) {
-    if (!out.empty() && lo <= out.back().second + 1) {
-      out.back().second = std::max(out.back().second, hi);
-    } else {
-      out.emplace_back(lo, hi);
-    }
-  }
-  return out;
-}
-
-CodeRanges Complement(const CodeRanges& r) {
-  CodeRanges out;
-  uint32_t next = 0;
-  for (const auto& [lo, hi] : r) {
-    if (lo > next) out.emplace_back(next, lo - 1);
-    next = hi + 1;
-  }
-  if (next <= kMaxCodePoint) out.emplace_back(next, kMaxCodePoint);
-  return out;
-}
-
-// Removes the surrogates, which UTF-8 cannot encode.
-CodeRanges WithoutSurrogates(const CodeRanges& r) {
-  CodeRanges out;
-  for (const auto& [lo, hi] : r) {
-    if (hi < 0xD800 || lo > 0xDFFF) {
-      out.emplace_back(lo, hi);
-      continue;
-    }
-    if (lo < 0xD800) out.emplace_back(lo, 0xD7FF);
-    if (hi > 0xDFFF) out.emplace_back(0xE000, hi);
-  }
-  return out;
-}
-
-std::string Utf8(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    s.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    s.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    s.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    s.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-  return s;
-}
-
-using ByteRanges = std::vector<std::pair<uint8_t, uint8_t>>;  // one range per byte position
-
-// Splits the code points [lo, hi] (no surrogates) into byte-range sequences whose
-// cross products are exactly their UTF-8 encodings.
-void Utf8Sequences(uint32_t lo, uint32_t hi, std::vector<ByteRanges>& out) {
-  for (uint32_t max : {0x7Fu, 0x7FFu, 0xFFFFu}) {
-    if (lo <= max && hi > max) {
-      Utf8Sequences(lo, max, out);
-      Utf8Sequences(max + 1, hi, out);
-      return;
-    }
-  }
-  const size_t n = Utf8(lo).size();
-  for (size_t i = 1; i < n; ++i) {
-    const uint32_t m = (1u << (6 * i)) - 1;
-    if ((lo & ~m) != (hi & ~m)) {
-      if ((lo & m) != 0) {
-        Utf8Sequences(lo, lo | m, out);
-        Utf8Sequences((lo | m) + 1, hi, out);
-        return;
-      }
-      if ((hi & m) != m) {
-        Utf8Sequences(lo, (hi & ~m) - 1, out);
-        Utf8Sequences(hi & ~m, hi, out);
-        return;
-      }
-    }
-  }
-  const std::string a = Utf8(lo), b = Utf8(hi);
-  ByteRanges seq;
-  for (size_t i = 0; i < a.size(); ++i) {
-    seq.emplace_back(static_cast<uint8_t>(a[i]), static_cast<uint8_t>(b[i]));
-  }
-  out.push_back(std::move(seq));
-}
-
 // The syntax tree of a pattern.
 struct Node {
-  enum class Kind { kEmpty, kClass, kConcat, kAlt, kRepeat } kind = Kind::kEmpty;
+  enum class Kind { kEmpty, kClass, kConcat, kAlt, kRepeat, kCall } kind = Kind::kEmpty;
   CodeRanges chars;                          // kClass
+  std::string name;                          // kCall: the rule
   std::vector<std::unique_ptr<Node>> parts;  // kConcat, kAlt; kRepeat: one
   int32_t min = 0, max = 0;                  // kRepeat; max -1: unbounded
 };
@@ -137,7 +41,8 @@ const CodeRanges kSpace = {{'\t', '\r'}, {' ', ' '}};
 
 class Parser {
  public:
-  explicit Parser(std::string_view p) : p_(p) {}
+  // `calls`: rule calls (?&name) are read (RegexToGbnf), else refused.
+  explicit Parser(std::string_view p, bool calls = false) : p_(p), calls_(calls) {}
 
   absl::StatusOr<std::unique_ptr<Node>> Parse() {
     if (Peek('^')) ++pos_;
@@ -393,6 +298,8 @@ class Parser {
         if (Peek('?')) {
           if (p_.substr(pos_).starts_with("?:")) {
             pos_ += 2;
+          } else if (calls_ && p_.substr(pos_).starts_with("?&")) {
+            return ParseCall();
           } else {
             return Error("lookaround, named groups and inline flags ((?...)) are not supported");
           }
@@ -430,9 +337,51 @@ class Parser {
     }
   }
 
+  // A rule call: (?&name) with pos_ at the '?'.
+  absl::StatusOr<std::unique_ptr<Node>> ParseCall() {
+    pos_ += 2;
+    const size_t start = pos_;
+    while (pos_ < p_.size() &&
+           (isalnum(static_cast<unsigned char>(p_[pos_])) || p_[pos_] == '_' || p_[pos_] == '-')) {
+      ++pos_;
+    }
+    if (pos_ == start || !Peek(')')) return Error("a rule name and ')' after '(?&'");
+    auto call = std::make_unique<Node>();
+    call->kind = Node::Kind::kCall;
+    call->name = std::string(p_.substr(start, pos_ - start));
+    ++pos_;
+    return call;
+  }
+
   std::string_view p_;
+  const bool calls_;
   size_t pos_ = 0;
 };
+
+GbnfNode ToGbnf(const Node& n) {
+  switch (n.kind) {
+    case Node::Kind::kEmpty:
+      return GbnfNode(GbnfNode::kLiteral);
+    case Node::Kind::kClass: {
+      GbnfNode c(GbnfNode::kClass);
+      c.chars = n.chars;
+      return c;
+    }
+    case Node::Kind::kCall:
+      return GbnfNode(GbnfNode::kRef, n.name);
+    case Node::Kind::kConcat:
+    case Node::Kind::kAlt:
+    case Node::Kind::kRepeat:
+      break;
+  }
+  GbnfNode out(n.kind == Node::Kind::kConcat ? GbnfNode::kSeq
+               : n.kind == Node::Kind::kAlt  ? GbnfNode::kAlt
+                                             : GbnfNode::kRepeat);
+  out.min = n.min;
+  out.max = n.max;
+  for (const auto& part : n.parts) out.kids.push_back(ToGbnf(*part));
+  return out;
+}
 
 // A Thompson automaton over bytes.
 class Nfa {
@@ -455,6 +404,8 @@ class Nfa {
     }
     const int32_t s = New(), e = New();
     switch (n.kind) {
+      case Node::Kind::kCall:
+        return absl::InvalidArgumentError("regular expression: a rule call outside a grammar");
       case Node::Kind::kEmpty:
         states_[s].eps.push_back(e);
         break;
@@ -639,31 +590,28 @@ absl::StatusOr<ByteDfa> ByteDfa::Compile(std::string_view pattern) {
   return dfa;
 }
 
-int32_t ByteDfa::Walk(int32_t state, std::string_view bytes) const {
-  for (char c : bytes) {
-    if (state == kDead) return kDead;
-    state = Next(state, static_cast<uint8_t>(c));
+std::string RegexLiteral(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
   }
-  return state;
-}
-
-bool ByteDfa::Matches(std::string_view text) const {
-  const int32_t s = Walk(start(), text);
-  return s != kDead && accepting(s);
+  return out;
 }
 
 std::string ChoicePattern(const std::vector<std::string>& choices) {
   std::string out;
   for (size_t i = 0; i < choices.size(); ++i) {
     if (i > 0) out += '|';
-    out += "(?:";
-    for (char c : choices[i]) {
-      if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
-      out += c;
-    }
-    out += ')';
+    out += "(?:" + RegexLiteral(choices[i]) + ')';
   }
   return out;
+}
+
+absl::StatusOr<GbnfNode> RegexToGbnf(std::string_view pattern) {
+  auto tree = Parser(pattern, /*calls=*/true).Parse();
+  if (!tree.ok()) return tree.status();
+  return ToGbnf(**tree);
 }
 
 }  // namespace orca

@@ -16,40 +16,46 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/guided/byte_automaton.h"
+#include "engine/guided/gbnf.h"
 
 namespace orca {
 
-class ByteDfa {
+class ByteDfa final : public ByteAutomaton {
  public:
-  static constexpr int32_t kDead = -1;
   // At most this many states, else Compile fails (a pattern such as (a|b)*a(a|b){20}
   // blows up under subset construction).
   static constexpr int32_t kMaxStates = 20000;
 
   static absl::StatusOr<ByteDfa> Compile(std::string_view pattern);
 
-  int32_t start() const { return 0; }
+  int32_t start() const override { return 0; }
   int32_t num_states() const { return static_cast<int32_t>(accepting_.size()); }
   // The state after reading `byte` in `state` (kDead when no match can follow).
-  int32_t Next(int32_t state, uint8_t byte) const {
+  int32_t Next(int32_t state, uint8_t byte) const override {
     return next_[static_cast<size_t>(state) * 256 + byte];
   }
-  // The state after reading `bytes` from `state` (kDead as soon as one byte has none).
-  int32_t Walk(int32_t state, std::string_view bytes) const;
-  bool accepting(int32_t state) const { return accepting_[static_cast<size_t>(state)]; }
+  bool accepting(int32_t state) const override { return accepting_[static_cast<size_t>(state)]; }
   // Whether any byte leads on from `state` (false: the match is complete).
-  bool has_next(int32_t state) const { return has_next_[static_cast<size_t>(state)]; }
-  // Whether the whole of `text` matches.
-  bool Matches(std::string_view text) const;
+  bool has_next(int32_t state) const override { return has_next_[static_cast<size_t>(state)]; }
 
  private:
   std::vector<int32_t> next_;  // [state * 256 + byte]
   std::vector<bool> accepting_, has_next_;
 };
+
+// A pattern as the body of a grammar rule (grammar_automaton.h), with rule calls
+// `(?&name)` (PCRE's subroutine syntax; ByteDfa::Compile refuses them) as references:
+// how a recursive JSON schema becomes a grammar (json_schema.h).
+absl::StatusOr<GbnfNode> RegexToGbnf(std::string_view pattern);
+
+// Returns a pattern matching exactly `text` (its metacharacters escaped).
+std::string RegexLiteral(std::string_view text);
 
 // Returns a pattern matching exactly one of `choices` (each escaped).
 std::string ChoicePattern(const std::vector<std::string>& choices);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/common/status_macros.h"
 #include "engine/guided/byte_dfa.h"
+#include "engine/guided/grammar_automaton.h"
 
 namespace orca {
 namespace {
@@ -37,15 +38,6 @@ constexpr char kDate[] =
 constexpr char kTime[] =
     "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-"
     "5][0-9])";
-
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
-    out += c;
-  }
-  return out;
-}
 
 std::string Alt(const std::vector<std::string>& parts) {
   if (parts.size() == 1) return parts[0];
@@ -158,7 +150,39 @@ const std::set<std::string>& KnownKeywords() {
 
 class Converter {
  public:
-  explicit Converter(const json& root) : root_(root) {}
+  // `$ref: "#"` (the whole schema) is always a call of the grammar's root.
+  explicit Converter(const json& root) : root_(root) { calls_["#"] = "root"; }
+
+  // The pattern of the whole schema.
+  absl::StatusOr<std::string> Root() {
+    resolving_ = {"#"};
+    return Convert(root_, "");
+  }
+  // Whether the schema recursed: its patterns hold rule calls (?&name).
+  bool recursive() const { return recursive_; }
+
+  // The schema as grammar rules: the root's pattern, and one rule per definition the
+  // patterns call, each written out until it calls itself.
+  absl::StatusOr<GbnfRules> Grammar() {
+    GbnfRules rules;
+    absl::StatusOr<std::string> root = Root();
+    if (!root.ok()) return root.status();
+    ORCA_RETURN_IF_ERROR(AddRule(rules, "root", *root));
+    // (Converting a definition may call further ones: until none is left.)
+    for (bool added = true; added;) {
+      added = false;
+      const std::map<std::string, std::string> calls = calls_;
+      for (const auto& [ref, name] : calls) {
+        if (rules.contains(name)) continue;
+        resolving_ = {"#", ref};
+        absl::StatusOr<std::string> body = Convert(*Target(ref), ref.substr(1));
+        if (!body.ok()) return body.status();
+        ORCA_RETURN_IF_ERROR(AddRule(rules, name, *body));
+        added = true;
+      }
+    }
+    return rules;
+  }
 
   absl::StatusOr<std::string> Convert(const json& s, const std::string& where) {
     if (++depth_ > 32) return Refuse(where, "nesting deeper than 32 levels");
@@ -303,27 +327,54 @@ class Converter {
     return Refuse(where, absl::StrCat("unknown type '", t, "'"));
   }
 
+  // The schema `ref` names ("#", "#/$defs/x", "#/definitions/x"); null when none.
+  const json* Target(const std::string& ref) const {
+    if (ref == "#") return &root_;
+    for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
+      if (!ref.starts_with(prefix)) continue;
+      const std::string name = ref.substr(std::string_view(prefix).size());
+      const char* section = prefix[2] == '$' ? "$defs" : "definitions";
+      if (!root_.contains(section) || !root_[section].is_object() ||
+          !root_[section].contains(name)) {
+        return nullptr;
+      }
+      return &root_[section][name];
+    }
+    return nullptr;
+  }
+
+  // A definition is written out where it is used; where it is used inside itself
+  // (recursion), it becomes a call of its own grammar rule.
   absl::StatusOr<std::string> Ref(const json& ref, const std::string& where) {
     if (!ref.is_string()) return Refuse(where, "'$ref' must be a string");
     const std::string r = ref.get<std::string>();
-    for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
-      if (!r.starts_with(prefix)) continue;
-      const std::string name = r.substr(std::string_view(prefix).size());
-      const char* section = prefix[2] == '$' ? "$defs" : "definitions";
-      if (!root_.contains(section) || !root_[section].contains(name)) {
+    const json* target = Target(r);
+    if (target == nullptr) {
+      if (r == "#" || r.starts_with("#/$defs/") || r.starts_with("#/definitions/")) {
         return Refuse(where, absl::StrCat("'$ref' ", r, " names no definition"));
       }
-      if (!resolving_.insert(r).second) {
-        return Refuse(where, absl::StrCat("recursive '$ref' ", r, " is not supported yet"));
-      }
-      auto out = Convert(root_[section][name], r.substr(1));
-      resolving_.erase(r);
-      return out;
+      return Refuse(where, absl::StrCat("'$ref' ", r,
+                                        " (only #, #/$defs/... and "
+                                        "#/definitions/...)"));
     }
-    return Refuse(where, absl::StrCat("'$ref' ", r, " (only #/$defs/... and #/definitions/...)"));
+    if (!resolving_.insert(r).second) {
+      recursive_ = true;
+      auto [it, added] = calls_.try_emplace(r, absl::StrCat("ref", calls_.size()));
+      return absl::StrCat("(?&", it->second, ")");
+    }
+    auto out = Convert(*target, r.substr(1));
+    resolving_.erase(r);
+    return out;
   }
 
-  static std::string Literal(const json& v) { return Escape(v.dump()); }
+  absl::Status AddRule(GbnfRules& rules, const std::string& name, const std::string& pattern) {
+    absl::StatusOr<GbnfNode> body = RegexToGbnf(pattern);
+    if (!body.ok()) return body.status();
+    rules.emplace(name, *std::move(body));
+    return absl::OkStatus();
+  }
+
+  static std::string Literal(const json& v) { return RegexLiteral(v.dump()); }
 
   // A non-negative integer keyword, or `absent` when the schema has none.
   absl::StatusOr<int64_t> Count(const json& s, const char* k, int64_t absent,
@@ -447,7 +498,7 @@ class Converter {
       for (const auto& [k, v] : s["properties"].items()) {
         auto value = Convert(v, absl::StrCat(where, "/properties/", k));
         if (!value.ok()) return value;
-        props.push_back({Escape(json(k).dump()) + ":" + kSep + *value, required.contains(k)});
+        props.push_back({RegexLiteral(json(k).dump()) + ":" + kSep + *value, required.contains(k)});
         required.erase(k);
       }
     }
@@ -507,16 +558,43 @@ class Converter {
   static std::string AnyValue(int depth) { return Nested(depth).value; }
 
   const json& root_;
-  std::set<std::string> resolving_;
+  std::set<std::string> resolving_;           // the $refs being written out
+  std::map<std::string, std::string> calls_;  // $ref -> its rule
+  bool recursive_ = false;
   int depth_ = 0;
 };
 
 }  // namespace
 
-absl::StatusOr<std::string> JsonSchemaToRegex(const nlohmann::ordered_json& schema) {
-  return Converter(schema).Convert(schema, "");
+absl::StatusOr<GuideSpec> JsonSchemaToGuide(const nlohmann::ordered_json& schema) {
+  Converter c(schema);
+  absl::StatusOr<std::string> pattern = c.Root();
+  if (!pattern.ok()) return pattern.status();
+  if (!c.recursive()) return GuideSpec{*std::move(pattern), GuideSyntax::kRegex};
+  // Compiled here too (cheap: states are made as they are reached), so that a schema
+  // with no finite instance is a 400 before anything starts.
+  absl::StatusOr<GbnfRules> rules = JsonSchemaToGrammar(schema);
+  if (!rules.ok()) return rules.status();
+  absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> g = GrammarAutomaton::Compile(*rules);
+  if (!g.ok())
+    return absl::InvalidArgumentError(absl::StrCat("json schema: ", g.status().message()));
+  // (Converted again when the guide is compiled: TokenGuide::Create.)
+  return GuideSpec{schema.dump(), GuideSyntax::kJsonSchema};
 }
 
-std::string JsonObjectRegex(int depth) { return Nested(depth).object; }
+absl::StatusOr<GbnfRules> JsonSchemaToGrammar(const nlohmann::ordered_json& schema) {
+  return Converter(schema).Grammar();
+}
+
+std::string JsonObjectGrammar() {
+  return R"g(root   ::= object
+value  ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ( member ("," " "? member)* )? "}"
+member ::= string ":" " "? value
+array  ::= "[" ( value ("," " "? value)* )? "]"
+string ::= "\"" ( [^"\\\x00-\x1F] | "\\" ["\\/bfnrt] | "\\u" [0-9a-fA-F]{4} )* "\""
+number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?
+)g";
+}
 
 }  // namespace orca

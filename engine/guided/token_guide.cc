@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include "engine/guided/byte_dfa.h"
+#include "engine/guided/grammar_automaton.h"
+#include "engine/guided/json_schema.h"
+
 namespace orca {
 
 TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes) : bytes_(std::move(bytes)) {
@@ -46,22 +50,32 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromTokenizer(const Toke
   return std::make_shared<const TokenVocabulary>(std::move(bytes));
 }
 
-TokenGuide::TokenGuide(ByteDfa dfa, std::shared_ptr<const TokenVocabulary> vocab)
-    : dfa_(std::move(dfa)), vocab_(std::move(vocab)) {
-  absl::MutexLock lock(&mu_);
-  masks_.resize(static_cast<size_t>(dfa_.num_states()));
-}
-
 absl::StatusOr<std::shared_ptr<const TokenGuide>> TokenGuide::Create(
-    std::string_view pattern, std::shared_ptr<const TokenVocabulary> vocab) {
-  absl::StatusOr<ByteDfa> dfa = ByteDfa::Compile(pattern);
-  if (!dfa.ok()) return dfa.status();
-  return std::shared_ptr<const TokenGuide>(new TokenGuide(*std::move(dfa), std::move(vocab)));
+    std::string_view pattern, std::shared_ptr<const TokenVocabulary> vocab, GuideSyntax syntax) {
+  std::unique_ptr<const ByteAutomaton> automaton;
+  if (syntax == GuideSyntax::kGbnf) {
+    absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> g = GrammarAutomaton::Compile(pattern);
+    if (!g.ok()) return g.status();
+    automaton = *std::move(g);
+  } else if (syntax == GuideSyntax::kJsonSchema) {
+    const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(pattern, nullptr, false);
+    if (schema.is_discarded()) return absl::InvalidArgumentError("json schema: not JSON");
+    absl::StatusOr<GbnfRules> rules = JsonSchemaToGrammar(schema);
+    if (!rules.ok()) return rules.status();
+    absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> g = GrammarAutomaton::Compile(*rules);
+    if (!g.ok()) return g.status();
+    automaton = *std::move(g);
+  } else {
+    absl::StatusOr<ByteDfa> dfa = ByteDfa::Compile(pattern);
+    if (!dfa.ok()) return dfa.status();
+    automaton = std::make_unique<const ByteDfa>(*std::move(dfa));
+  }
+  return std::shared_ptr<const TokenGuide>(new TokenGuide(std::move(automaton), std::move(vocab)));
 }
 
 const std::vector<uint32_t>& TokenGuide::Mask(int32_t state) const {
   absl::MutexLock lock(&mu_);
-  auto& slot = masks_[static_cast<size_t>(state)];
+  auto& slot = masks_[state];
   if (slot) return *slot;
   auto mask = std::make_unique<std::vector<uint32_t>>((vocab_->size() + 31) / 32, 0u);
   // Depth-first over the trie, carrying the automaton's state at each node.
@@ -75,7 +89,7 @@ const std::vector<uint32_t>& TokenGuide::Mask(int32_t state) const {
       for (int32_t t : n.tokens) (*mask)[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
     }
     for (const auto& [byte, child] : n.children) {
-      const int32_t next = dfa_.Next(s, byte);
+      const int32_t next = automaton_->Next(s, byte);
       if (next != kDead) stack.emplace_back(child, next);
     }
   }
@@ -87,23 +101,25 @@ int32_t TokenGuide::Next(int32_t state, int32_t token) const {
   if (state == kDead || token < 0 || token >= vocab_->size()) return kDead;
   const std::string& b = vocab_->bytes(token);
   if (b.empty()) return kDead;
-  return dfa_.Walk(state, b);
+  return automaton_->Walk(state, b);
 }
 
-absl::StatusOr<std::shared_ptr<const TokenGuide>> GuideCache::Get(const std::string& pattern) {
+absl::StatusOr<std::shared_ptr<const TokenGuide>> GuideCache::Get(const std::string& pattern,
+                                                                  GuideSyntax syntax) {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = lru_.begin(); it != lru_.end(); ++it) {
-      if (it->first != pattern) continue;
+      if (it->syntax != syntax || it->pattern != pattern) continue;
       lru_.splice(lru_.begin(), lru_, it);
-      return lru_.front().second;
+      return lru_.front().guide;
     }
   }
   // Compiled outside the lock: a large pattern must not hold up other requests.
-  absl::StatusOr<std::shared_ptr<const TokenGuide>> guide = TokenGuide::Create(pattern, vocab_);
+  absl::StatusOr<std::shared_ptr<const TokenGuide>> guide =
+      TokenGuide::Create(pattern, vocab_, syntax);
   if (!guide.ok()) return guide.status();
   absl::MutexLock lock(&mu_);
-  lru_.emplace_front(pattern, *guide);
+  lru_.push_front(Entry{syntax, pattern, *guide});
   if (lru_.size() > capacity_) lru_.pop_back();
   return *guide;
 }

@@ -4,7 +4,8 @@
 //
 // TokenVocabulary holds every token's bytes (what it adds to the output mid-sequence;
 // special tokens none) and a trie of them, built once per tokenizer. TokenGuide is a
-// compiled pattern over one vocabulary: a state is the automaton's state after the
+// compiled pattern (a regular expression, byte_dfa.h, or a GBNF grammar,
+// grammar_automaton.h) over one vocabulary: a state is the automaton's state after the
 // output so far; Mask(state) is computed the first time the state is reached, by one
 // walk of the trie that follows the automaton and drops every subtree it cannot
 // continue (O(trie nodes the pattern can reach), not O(vocabulary x token length)),
@@ -24,7 +25,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/guided/byte_dfa.h"
+#include "engine/guided/byte_automaton.h"
+#include "engine/guided/guide_spec.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace orca {
@@ -54,12 +56,14 @@ class TokenVocabulary {
 
 class TokenGuide {
  public:
-  static constexpr int32_t kDead = ByteDfa::kDead;
+  static constexpr int32_t kDead = ByteAutomaton::kDead;
 
+  // InvalidArgument naming what the compiler refuses.
   static absl::StatusOr<std::shared_ptr<const TokenGuide>> Create(
-      std::string_view pattern, std::shared_ptr<const TokenVocabulary> vocab);
+      std::string_view pattern, std::shared_ptr<const TokenVocabulary> vocab,
+      GuideSyntax syntax = GuideSyntax::kRegex);
 
-  int32_t start() const { return dfa_.start(); }
+  int32_t start() const { return automaton_->start(); }
   // The tokens allowed in `state` (each leads to a state from which a match is still
   // reachable), as bits: token t is allowed when mask[t / 32] >> (t % 32) & 1. Stop
   // tokens are not included (the caller allows them where accepting(state)).
@@ -67,19 +71,24 @@ class TokenGuide {
   // The state after `token` (kDead when the token is not allowed).
   int32_t Next(int32_t state, int32_t token) const;
   // Whether the output so far matches.
-  bool accepting(int32_t state) const { return dfa_.accepting(state); }
+  bool accepting(int32_t state) const { return automaton_->accepting(state); }
   // Whether the output is complete: it matches and nothing more may follow.
-  bool complete(int32_t state) const { return dfa_.accepting(state) && !dfa_.has_next(state); }
+  bool complete(int32_t state) const {
+    return automaton_->accepting(state) && !automaton_->has_next(state);
+  }
   int32_t vocab_size() const { return vocab_->size(); }
 
  private:
-  TokenGuide(ByteDfa dfa, std::shared_ptr<const TokenVocabulary> vocab);
+  TokenGuide(std::unique_ptr<const ByteAutomaton> automaton,
+             std::shared_ptr<const TokenVocabulary> vocab)
+      : automaton_(std::move(automaton)), vocab_(std::move(vocab)) {}
 
-  ByteDfa dfa_;
-  std::shared_ptr<const TokenVocabulary> vocab_;
+  const std::unique_ptr<const ByteAutomaton> automaton_;
+  const std::shared_ptr<const TokenVocabulary> vocab_;
   mutable absl::Mutex mu_;
   // Computed masks by state; a mask, once built, never moves (unique_ptr) or changes.
-  mutable std::vector<std::unique_ptr<std::vector<uint32_t>>> masks_ ABSL_GUARDED_BY(mu_);
+  mutable absl::flat_hash_map<int32_t, std::unique_ptr<std::vector<uint32_t>>> masks_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // Compiled guides by pattern, the `capacity` most recently used kept.
@@ -89,13 +98,19 @@ class GuideCache {
       : vocab_(std::move(vocab)), capacity_(capacity) {}
   // The guide of `pattern`, compiled on first use (InvalidArgument for a pattern the
   // compiler refuses, naming what).
-  absl::StatusOr<std::shared_ptr<const TokenGuide>> Get(const std::string& pattern);
+  absl::StatusOr<std::shared_ptr<const TokenGuide>> Get(const std::string& pattern,
+                                                        GuideSyntax syntax = GuideSyntax::kRegex);
 
  private:
   std::shared_ptr<const TokenVocabulary> vocab_;
   const size_t capacity_;
   absl::Mutex mu_;
-  std::list<std::pair<std::string, std::shared_ptr<const TokenGuide>>> lru_ ABSL_GUARDED_BY(mu_);
+  struct Entry {
+    GuideSyntax syntax;
+    std::string pattern;
+    std::shared_ptr<const TokenGuide> guide;
+  };
+  std::list<Entry> lru_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace orca

@@ -78,7 +78,8 @@ absl::StatusOr<GenerationService::Started> GenerationService::Start(const OpenAi
   started.prompt_ids = prompts;
   std::shared_ptr<const TokenGuide> guide;
   if (!r.guided_pattern.empty()) {
-    absl::StatusOr<std::shared_ptr<const TokenGuide>> g = engine_->Guide(r.guided_pattern);
+    absl::StatusOr<std::shared_ptr<const TokenGuide>> g =
+        engine_->Guide(r.guided_pattern, r.guided_syntax);
     if (!g.ok()) return WithParam(g.status(), r.guided_param.c_str());
     guide = *std::move(g);
   }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/common/status_macros.h"
 #include "engine/guided/byte_dfa.h"
+#include "engine/guided/grammar_automaton.h"
 #include "engine/guided/json_schema.h"
 #include "engine/server/openai_tools.h"
 
@@ -360,15 +361,14 @@ absl::Status ParseSampling(const json& j, OpenAiRequest& r) {
 
 namespace {
 
-// Guided decoding (vLLM's extra fields): `guided_regex` or `guided_choice`, at most one;
-// what is not built yet is refused by name, never ignored.
+// Guided decoding (vLLM's extra fields): `guided_regex`, `guided_choice`, `guided_json`,
+// `guided_grammar` or a `response_format`, at most one, each made into the pattern of
+// the guide's automaton.
 absl::Status ParseGuided(const json& j, OpenAiRequest& r) {
   Fields f(j);
-  if (f.Get("guided_grammar") != nullptr) {
-    return Invalid("guided_grammar", "'guided_grammar' is not supported yet");
-  }
   int given = 0;
-  for (const char* k : {"guided_regex", "guided_choice", "guided_json", "response_format"}) {
+  for (const char* k :
+       {"guided_regex", "guided_choice", "guided_json", "guided_grammar", "response_format"}) {
     const json* v = f.Get(k);
     // (json::value would throw on a "type" that is not a string: compare instead.)
     const bool text_format = std::string_view(k) == "response_format" && v != nullptr &&
@@ -377,14 +377,15 @@ absl::Status ParseGuided(const json& j, OpenAiRequest& r) {
   }
   if (given > 1) {
     return Invalid("guided_json",
-                   "only one of 'guided_regex', 'guided_choice', 'guided_json' and a "
-                   "'response_format' other than text may be given");
+                   "only one of 'guided_regex', 'guided_choice', 'guided_json', "
+                   "'guided_grammar' and a 'response_format' other than text may be given");
   }
   // A JSON schema (guided_json, response_format json_schema) or any JSON object.
   auto from_schema = [&](const json& schema, const char* param) -> absl::Status {
-    absl::StatusOr<std::string> pattern = JsonSchemaToRegex(schema);
-    if (!pattern.ok()) return Invalid(param, std::string(pattern.status().message()));
-    r.guided_pattern = *std::move(pattern);
+    absl::StatusOr<GuideSpec> guide = JsonSchemaToGuide(schema);
+    if (!guide.ok()) return Invalid(param, std::string(guide.status().message()));
+    r.guided_pattern = std::move(guide->pattern);
+    r.guided_syntax = guide->syntax;
     r.guided_param = param;
     return absl::OkStatus();
   };
@@ -394,7 +395,8 @@ absl::Status ParseGuided(const json& j, OpenAiRequest& r) {
       return Invalid("response_format", "'response_format' must be an object with a 'type'");
     }
     if (*type == "json_object") {
-      r.guided_pattern = JsonObjectRegex();
+      r.guided_pattern = JsonObjectGrammar();
+      r.guided_syntax = GuideSyntax::kGbnf;
       r.guided_param = "response_format";
     } else if (*type == "json_schema") {
       const json* js = rf->contains("json_schema") ? &(*rf)["json_schema"] : nullptr;
@@ -416,6 +418,22 @@ absl::Status ParseGuided(const json& j, OpenAiRequest& r) {
     } else {
       ORCA_RETURN_IF_ERROR(from_schema(*schema, "guided_json"));
     }
+  }
+  if (const json* grammar = f.Get("guided_grammar")) {
+    if (!grammar->is_string())
+      return Invalid("guided_grammar", "'guided_grammar' must be a string");
+    const std::string& text = grammar->get_ref<const std::string&>();
+    if (text.size() > kMaxGuidedBytes) {
+      return Invalid("guided_grammar",
+                     absl::StrCat("'guided_grammar' is limited to ", kMaxGuidedBytes, " bytes"));
+    }
+    // Compiled here to answer a bad grammar with a 400 before anything starts; the
+    // engine's guide cache compiles it once more (cheap: states are made lazily).
+    absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> g = GrammarAutomaton::Compile(text);
+    if (!g.ok()) return Invalid("guided_grammar", std::string(g.status().message()));
+    r.guided_pattern = text;
+    r.guided_syntax = GuideSyntax::kGbnf;
+    r.guided_param = "guided_grammar";
   }
   const json* regex = f.Get("guided_regex");
   const json* choice = f.Get("guided_choice");

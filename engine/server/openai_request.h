@@ -62,9 +62,11 @@ struct OpenAiRequest {
   // choice's `prompt_logprobs`. (Completions' `echo` with `logprobs` scores the prompt
   // too, returned inside `logprobs`: EffectivePromptLogprobs.)
   int32_t prompt_logprobs = -1;
-  // Guided decoding: the pattern the output must match (`guided_regex`, or
-  // `guided_choice` turned into one) and the field it came from; empty: none.
+  // Guided decoding: the pattern the output must match (`guided_regex`, `guided_choice`
+  // or a JSON schema turned into one, or a `guided_grammar`), how it is written, and the
+  // field it came from; empty: none.
   std::string guided_pattern;
+  GuideSyntax guided_syntax = GuideSyntax::kRegex;
   std::string guided_param;
   std::optional<uint64_t> seed;
 };

@@ -146,23 +146,25 @@ absl::Status ParseTools(const json& body, OpenAiRequest& r) {
     const json& fn = r.tools[i]["function"];
     if (r.tool_choice == ToolChoice::kNamed && fn["name"] != r.tool_choice_name) continue;
     named = &fn;
-    absl::StatusOr<std::string> pattern = JsonSchemaToRegex(ParametersOf(fn));
-    if (!pattern.ok()) {
+    absl::StatusOr<GuideSpec> guide = JsonSchemaToGuide(ParametersOf(fn));
+    if (!guide.ok()) {
       const std::string where = absl::StrCat("tools[", i, "].function.parameters");
       return Invalid(where, absl::StrCat("'", where, "' cannot be enforced for 'tool_choice': ",
-                                         pattern.status().message()));
+                                         guide.status().message()));
     }
-    r.guided_pattern = *std::move(pattern);
+    r.guided_pattern = std::move(guide->pattern);
+    r.guided_syntax = guide->syntax;
   }
   if (named == nullptr) {
     return Invalid("tool_choice", absl::StrCat("'tool_choice' names '", r.tool_choice_name,
                                                "', which is not among 'tools'"));
   }
   if (r.tool_choice == ToolChoice::kRequired) {
-    absl::StatusOr<std::string> pattern =
-        JsonSchemaToRegex(ToolListSchema(r.tools, r.parallel_tool_calls));
-    if (!pattern.ok()) return Invalid("tools", std::string(pattern.status().message()));
-    r.guided_pattern = *std::move(pattern);
+    absl::StatusOr<GuideSpec> guide =
+        JsonSchemaToGuide(ToolListSchema(r.tools, r.parallel_tool_calls));
+    if (!guide.ok()) return Invalid("tools", std::string(guide.status().message()));
+    r.guided_pattern = std::move(guide->pattern);
+    r.guided_syntax = guide->syntax;
   }
   r.guided_param = "tool_choice";
   return absl::OkStatus();

@@ -1,15 +1,19 @@
-// JsonSchemaToRegex against python3-jsonschema (an independent validator): for a corpus
-// of schemas, random walks through each compiled automaton (every byte it allows, so
-// everything the pattern matches can come up) must be JSON the validator accepts, and
-// known-invalid instances must not match. Also the refusals, which name the keyword.
+// JsonSchemaToGuide against python3-jsonschema (an independent validator): for a corpus
+// of schemas (recursive ones too, compiled as grammars), random walks through each
+// compiled automaton (every byte it allows, so everything the pattern matches can come
+// up) must be JSON the validator accepts, and known-invalid instances must not match.
+// Also the refusals, which name the keyword.
 #include "engine/guided/json_schema.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
 #include "engine/guided/byte_dfa.h"
+#include "engine/guided/grammar_automaton.h"
+#include "tests/engine/guided/random_walk.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {
@@ -50,29 +54,30 @@ const char* kCorpus = R"json([
  [{"type": "object", "properties": {"when": {"type": "string", "format": "time"}, "level": {"enum": ["low", "high"]}}, "required": ["when", "level"]}, [{"when": "25:00:00Z", "level": "low"}]],
  [{"allOf": [{"type": "integer", "minimum": 0, "maximum": 9}]}, [10]],
  [{}, []],
- [{"type": "object"}, [[]]]
+ [{"type": "object"}, [[]]],
+ [{"$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}}, "required": ["value", "children"], "additionalProperties": false}}, "$ref": "#/$defs/node"}, [{"value": 1, "children": [{"value": "x", "children": []}]}, {"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}]}]],
+ [{"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}, "next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}}, "required": ["name", "next"], "additionalProperties": false}, [{"name": "a", "next": {"name": "b"}}, {"name": "a", "next": {"name": "b", "next": {"name": 3, "next": null}}}]],
+ [{"$defs": {"expr": {"anyOf": [{"type": "boolean"}, {"$ref": "#/$defs/call"}]}, "call": {"type": "object", "properties": {"op": {"enum": ["and", "or"]}, "args": {"type": "array", "items": {"$ref": "#/$defs/expr"}, "minItems": 1, "maxItems": 3}}, "required": ["op", "args"], "additionalProperties": false}}, "$ref": "#/$defs/expr"}, [{"op": "not", "args": [true]}, {"op": "and", "args": []}, {"op": "and", "args": [{"op": "or", "args": [1]}]}]]
 ])json";
 
-std::string RandomWalk(const ByteDfa& dfa, std::mt19937& rng, bool* ok) {
-  std::string out;
-  int32_t s = dfa.start();
-  while (out.size() < 600) {
-    std::vector<int> bytes;
-    for (int b = 0; b < 256; ++b) {
-      if (dfa.Next(s, static_cast<uint8_t>(b)) != ByteDfa::kDead) bytes.push_back(b);
-    }
-    if (dfa.accepting(s) && (bytes.empty() || rng() % 4 == 0)) {
-      *ok = true;
-      return out;
-    }
-    if (bytes.empty()) break;
-    // Structure first: prefer the bytes JSON builds with, so walks end.
-    const int b = bytes[rng() % bytes.size()];
-    out.push_back(static_cast<char>(b));
-    s = dfa.Next(s, static_cast<uint8_t>(b));
+// The automaton of a schema's guide: a regular expression's DFA, or the grammar of a
+// recursive schema.
+std::unique_ptr<const ByteAutomaton> CompileSchema(const json& schema, bool* recursive) {
+  absl::StatusOr<GuideSpec> guide = JsonSchemaToGuide(schema);
+  EXPECT_TRUE(guide.ok()) << schema.dump() << ": " << guide.status();
+  if (!guide.ok()) return nullptr;
+  *recursive = guide->syntax == GuideSyntax::kJsonSchema;
+  if (*recursive) {
+    absl::StatusOr<GbnfRules> rules = JsonSchemaToGrammar(schema);
+    EXPECT_TRUE(rules.ok()) << rules.status();
+    if (!rules.ok()) return nullptr;
+    absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> g = GrammarAutomaton::Compile(*rules);
+    EXPECT_TRUE(g.ok()) << g.status();
+    return g.ok() ? *std::move(g) : nullptr;
   }
-  *ok = false;
-  return out;
+  absl::StatusOr<ByteDfa> dfa = ByteDfa::Compile(guide->pattern);
+  EXPECT_TRUE(dfa.ok()) << schema.dump() << ": " << dfa.status();
+  return dfa.ok() ? std::make_unique<const ByteDfa>(*std::move(dfa)) : nullptr;
 }
 
 TEST(JsonSchemaTest, EveryMatchValidatesAndInvalidInstancesDoNotMatch) {
@@ -80,13 +85,13 @@ TEST(JsonSchemaTest, EveryMatchValidatesAndInvalidInstancesDoNotMatch) {
   const json corpus = json::parse(kCorpus);
   std::mt19937 rng(11);
   json cases = json::array();
-  int walks = 0;
+  int walks = 0, recursive = 0;
   for (size_t c = 0; c < corpus.size(); ++c) {
     const json& schema = corpus[c][0];
-    absl::StatusOr<std::string> pattern = JsonSchemaToRegex(schema);
-    ASSERT_TRUE(pattern.ok()) << schema.dump() << ": " << pattern.status();
-    absl::StatusOr<ByteDfa> dfa = ByteDfa::Compile(*pattern);
-    ASSERT_TRUE(dfa.ok()) << schema.dump() << ": " << dfa.status();
+    bool is_recursive = false;
+    std::unique_ptr<const ByteAutomaton> dfa = CompileSchema(schema, &is_recursive);
+    ASSERT_NE(dfa, nullptr);
+    recursive += is_recursive ? 1 : 0;
     json docs = json::array();
     for (int i = 0; i < 60; ++i) {
       bool ok = false;
@@ -94,33 +99,52 @@ TEST(JsonSchemaTest, EveryMatchValidatesAndInvalidInstancesDoNotMatch) {
       if (ok) docs.push_back(doc);
     }
     walks += static_cast<int>(docs.size());
+    if (is_recursive) {  // the walks go into the recursion, three objects deep or more
+      size_t deepest = 0;
+      for (const json& d : docs) {
+        const std::string text = d.get<std::string>();
+        deepest = std::max<size_t>(deepest, std::count(text.begin(), text.end(), '{'));
+      }
+      EXPECT_GE(deepest, 3u) << schema.dump();
+    }
     EXPECT_GE(docs.size(), 20u) << schema.dump() << ": walks rarely end";
     for (const json& bad : corpus[c][1]) {
       EXPECT_FALSE(dfa->Matches(bad.dump())) << schema.dump() << " matched " << bad.dump();
     }
     cases.push_back({{"schema", schema}, {"docs", docs}});
   }
+  // json_object's grammar: any object, at any depth.
   {
-    std::ofstream f(tmp.file("cases.json"));
-    f << cases.dump();
+    auto any = GrammarAutomaton::Compile(JsonObjectGrammar());
+    ASSERT_TRUE(any.ok()) << any.status();
+    json docs = json::array();
+    for (int i = 0; i < 60; ++i) {
+      bool ok = false;
+      std::string doc = RandomWalk(**any, rng, &ok);
+      if (ok) docs.push_back(doc);
+    }
+    EXPECT_GE(docs.size(), 20u);
+    cases.push_back({{"schema", {{"type", "object"}}}, {"docs", docs}});
+    EXPECT_TRUE(
+        (*any)->Matches(R"({"a": {"b": [{"c": [[{"d": {"e": [1.5e3, "x\n"]}}]]}]}, "f": null})"));
+    for (const char* bad : {"[]", "{\"a\"}", "{\"a\": 01}", "{} ", "{\"a\":  1}"}) {
+      EXPECT_FALSE((*any)->Matches(bad)) << bad;
+    }
   }
-  {
-    std::ofstream f(tmp.file("check.py"));
-    f << "import json, sys, jsonschema\n"
-         "bad = []\n"
-         "for c in json.load(open(sys.argv[1])):\n"
-         "    v = jsonschema.Draft202012Validator(c['schema'],\n"
-         "        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)\n"
-         "    for d in c['docs']:\n"
-         "        try:\n"
-         "            v.validate(json.loads(d))\n"
-         "        except Exception as e:\n"
-         "            bad.append([c['schema'], d, str(e)[:200]])\n"
-         "print(json.dumps(bad))\n";
-  }
+  const std::string check =
+      "import json, sys, jsonschema\n"
+      "bad = []\n"
+      "for c in json.load(open(sys.argv[1])):\n"
+      "    v = jsonschema.Draft202012Validator(c['schema'],\n"
+      "        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)\n"
+      "    for d in c['docs']:\n"
+      "        try:\n"
+      "            v.validate(json.loads(d))\n"
+      "        except Exception as e:\n"
+      "            bad.append([c['schema'], d, str(e)[:200]])\n"
+      "print(json.dumps(bad))\n";
   std::string output;
-  const int rc = testing::RunCommand(
-      "/usr/bin/python3 " + tmp.file("check.py") + " " + tmp.file("cases.json") + " 2>&1", &output);
+  const int rc = RunPythonCheck(tmp, cases.dump(), check, &output);
   if (rc != 0 && output.find("No module named 'jsonschema'") != std::string::npos) {
     if (testing::InCi()) FAIL() << "python3-jsonschema is missing in CI";
     GTEST_SKIP() << "python3-jsonschema not installed";
@@ -130,6 +154,7 @@ TEST(JsonSchemaTest, EveryMatchValidatesAndInvalidInstancesDoNotMatch) {
   for (const json& b : bad)
     ADD_FAILURE() << "schema " << b[0].dump() << "\n  produced " << b[1] << "\n  " << b[2];
   EXPECT_GT(walks, 1000);
+  EXPECT_EQ(recursive, 3) << "the recursive schemas run as grammars, the others as patterns";
 }
 
 TEST(JsonSchemaTest, RefusesWhatItDoesNotSupportNamingIt) {
@@ -137,7 +162,14 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotSupportNamingIt) {
       {json{{"type", "string"}, {"contentEncoding", "base64"}}, "'contentEncoding'"},
       {json{{"type", "object"}, {"additionalProperties", true}}, "'additionalProperties'"},
       {json{{"type", "number"}, {"minimum", 0}}, "'minimum' on a number"},
-      {json{{"$defs", {{"n", {{"$ref", "#/$defs/n"}}}}}, {"$ref", "#/$defs/n"}}, "recursive"},
+      {json{{"$defs", {{"n", {{"$ref", "#/$defs/n"}}}}}, {"$ref", "#/$defs/n"}},
+       "no finite sentence"},
+      {json{{"type", "object"},
+            {"properties", {{"next", {{"$ref", "#"}}}}},
+            {"required", {"next"}},
+            {"additionalProperties", false}},
+       "no finite sentence"},
+      {json{{"$ref", "#/$defs/missing"}}, "names no definition"},
       {json{{"$ref", "http://x/y"}}, "'$ref'"},
       {json{{"type", "string"}, {"format", "hostname"}}, "format"},
       {json{{"type", "string"}, {"pattern", "a.b"}}, "'\"' or '\\'"},
@@ -151,7 +183,7 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotSupportNamingIt) {
       {json{{"enum", {1, 2}}, {"pattern", "a"}}, "'pattern' applies to strings"},
   };
   for (const auto& [schema, what] : refused) {
-    absl::StatusOr<std::string> p = JsonSchemaToRegex(schema);
+    absl::StatusOr<GuideSpec> p = JsonSchemaToGuide(schema);
     ASSERT_FALSE(p.ok()) << schema.dump();
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(p.status().message().find(what), std::string::npos)

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
+#include "engine/guided/byte_dfa.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {
@@ -77,6 +79,64 @@ TEST(TokenGuideTest, MasksEqualABruteForceCheckOfEveryToken) {
   EXPECT_EQ((*guide)->Next((*guide)->start(), *tok->bos_id()), TokenGuide::kDead);
 }
 
+// A context-free guide: nonempty text of letters, spaces and parenthesised groups, each
+// group nonempty, nested at will. Whether a text can still become a sentence is checked
+// by counting (no grammar): only those characters, never more ')' than '(' so far, no
+// "()"; anything else can always be closed.
+bool ParenPrefix(const std::string& s) {
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      if (--depth < 0 || (i > 0 && s[i - 1] == '(')) return false;
+    } else if (c != ' ' && (c < 'a' || c > 'z')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(TokenGuideTest, GrammarMasksEqualACountingCheckOfEveryToken) {
+  auto tok = LoadTokenizer();
+  ASSERT_NE(tok, nullptr);
+  auto vocab = TokenVocabulary::FromTokenizer(*tok);
+  auto guide =
+      TokenGuide::Create(R"g(root ::= (" " | [a-z] | "(" root ")")+)g", vocab, GuideSyntax::kGbnf);
+  ASSERT_TRUE(guide.ok()) << guide.status();
+  std::mt19937 rng(3);
+  int max_depth = 0;
+  for (int walk = 0; walk < 40; ++walk) {
+    int32_t state = (*guide)->start();
+    std::string out;
+    // Prefers '(' while short, so walks nest deeply; then closes.
+    for (int step = 0; step < 60; ++step) {
+      const std::vector<uint32_t>& mask = (*guide)->Mask(state);
+      std::vector<int32_t> allowed, opening;
+      for (int32_t t = 0; t < vocab->size(); ++t) {
+        const bool ok = !vocab->bytes(t).empty() && ParenPrefix(out + vocab->bytes(t));
+        ASSERT_EQ(Allowed(mask, t), ok)
+            << "after '" << out << "' token " << t << " '" << vocab->bytes(t) << "'";
+        if (!ok) continue;
+        allowed.push_back(t);
+        if (vocab->bytes(t).find('(') != std::string::npos) opening.push_back(t);
+      }
+      ASSERT_FALSE(allowed.empty()) << "stuck after '" << out << "'";
+      const auto& from = step < 30 && !opening.empty() ? opening : allowed;
+      const int32_t t = from[rng() % from.size()];
+      out += vocab->bytes(t);
+      state = (*guide)->Next(state, t);
+      ASSERT_NE(state, TokenGuide::kDead);
+      int depth = 0;
+      for (char c : out) depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      max_depth = std::max(max_depth, depth);
+      EXPECT_EQ((*guide)->accepting(state), depth == 0 && !out.empty()) << out;
+    }
+  }
+  EXPECT_GE(max_depth, 10);
+}
+
 TEST(TokenGuideTest, CacheCompilesOncePerPatternAndReportsErrors) {
   auto tok = LoadTokenizer();
   ASSERT_NE(tok, nullptr);
@@ -88,6 +148,11 @@ TEST(TokenGuideTest, CacheCompilesOncePerPatternAndReportsErrors) {
   auto bad = cache.Get("(?=x)");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("lookaround"), std::string::npos);
+  // The same text as a grammar is another guide.
+  auto grammar = cache.Get("root ::= [0-9]+", GuideSyntax::kGbnf);
+  ASSERT_TRUE(grammar.ok()) << grammar.status();
+  EXPECT_NE(grammar->get(), a->get());
+  EXPECT_FALSE(cache.Get("[0-9]+", GuideSyntax::kGbnf).ok());
   ASSERT_TRUE(cache.Get("x").ok());
   ASSERT_TRUE(cache.Get("y").ok());
   EXPECT_NE(cache.Get("[0-9]+")->get(), a->get()) << "evicted after two newer patterns";

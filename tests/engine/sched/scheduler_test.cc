@@ -10,6 +10,8 @@
 #include <random>
 #include <set>
 
+#include "engine/guided/byte_dfa.h"
+
 namespace orca {
 namespace {
 

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -371,8 +372,8 @@ TEST_F(HttpServerTest, PromptLogprobsFieldOnBothEndpoints) {
 }
 
 // Guided decoding's fields: a guided completion continues the prompt inside the
-// pattern; what the compiler refuses, both fields at once, and the structured-output
-// forms not built yet are 400s naming the field (never silently ignored).
+// pattern (a grammar's outputs are its sentences); what the compilers refuse and two
+// guides at once are 400s naming the field (never silently ignored).
 TEST_F(HttpServerTest, GuidedDecodingFieldsAndTheirErrors) {
   auto ok = PostJson("/v1/completions", {{"prompt", "Once upon a"},
                                          {"max_tokens", 8},
@@ -383,6 +384,28 @@ TEST_F(HttpServerTest, GuidedDecodingFieldsAndTheirErrors) {
   const json j = json::parse(ok->body);
   EXPECT_EQ(j["choices"][0]["text"], " time");  // the greedy choice, with its space
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  // A grammar (GBNF): sampled outputs are its sentences.
+  auto sum = PostJson("/v1/completions", {{"prompt", "Once upon a"},
+                                          {"max_tokens", 40},
+                                          {"n", 4},
+                                          {"seed", 3},
+                                          {"guided_grammar",
+                                           "root ::= \" \" term (\" + \" term){1,3}\n"
+                                           "term ::= [1-9] [0-9]? | \"(\" root \")\""}});
+  ASSERT_TRUE(sum);
+  ASSERT_EQ(sum->status, 200) << sum->body;
+  const std::regex sentence(R"( (?:[1-9][0-9]?|\( .*\))(?: \+ (?:[1-9][0-9]?|\( .*\))){1,3})");
+  for (const json& c : json::parse(sum->body)["choices"]) {
+    EXPECT_EQ(c["finish_reason"], "stop") << c.dump();
+    EXPECT_TRUE(std::regex_match(c["text"].get<std::string>(), sentence)) << c.dump();
+  }
+  // A left-recursive grammar: a 400 that names the rule and the way out.
+  auto left = PostJson(
+      "/v1/completions",
+      {{"prompt", "hi"}, {"guided_grammar", "root ::= expr\nexpr ::= expr \"+\" [0-9] | [0-9]"}});
+  ASSERT_TRUE(left);
+  EXPECT_EQ(left->status, 400) << left->body;
+  EXPECT_NE(left->body.find("rule 'expr' is left-recursive"), std::string::npos) << left->body;
   const std::vector<std::pair<json, std::string>> refused = {
       {{{"guided_regex", "(?<=a)b"}}, "guided_regex"},
       {{{"guided_regex", 3}}, "guided_regex"},
@@ -391,7 +414,9 @@ TEST_F(HttpServerTest, GuidedDecodingFieldsAndTheirErrors) {
       {{{"guided_regex", "a"}, {"guided_choice", {"a"}}}, "guided_json"},
       {{{"guided_json", {{"type", "object"}, {"additionalProperties", true}}}}, "guided_json"},
       {{{"guided_json", "{not json"}}, "guided_json"},
-      {{{"guided_grammar", "root ::= \"a\""}}, "guided_grammar"},
+      {{{"guided_grammar", "root ::= item"}}, "guided_grammar"},
+      {{{"guided_grammar", 7}}, "guided_grammar"},
+      {{{"guided_grammar", "root ::= \"a\""}, {"guided_regex", "a"}}, "guided_json"},
       {{{"response_format", {{"type", "xml"}}}}, "response_format"},
       {{{"response_format", {{"type", "json_schema"}, {"json_schema", json::object()}}}},
        "response_format"},

@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/chat/chat_template.h"
 #include "engine/guided/byte_dfa.h"
+#include "engine/guided/grammar_automaton.h"
+#include "engine/guided/json_schema.h"
 #include "gtest/gtest.h"
 
 namespace orca {
@@ -310,6 +312,46 @@ TEST(OpenAiRequestTest, ToolChoiceDefaultsToAutoAndForcedChoicesBecomeGuides) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->tool_choice, ToolChoice::kNone);
   EXPECT_TRUE(r->guided_pattern.empty());
+}
+
+// Recursive parameters (a tree through "#", a list through $defs) keep their meaning
+// when the forced guide puts every tool into one schema: the guide is a grammar.
+TEST(OpenAiRequestTest, RecursiveToolParametersAreEnforcedAsGrammars) {
+  const std::string tools = R"json([
+    {"type": "function", "function": {"name": "tree", "parameters": {
+      "type": "object", "properties": {"v": {"type": "integer"},
+        "kids": {"type": "array", "items": {"$ref": "#"}}},
+      "required": ["v", "kids"], "additionalProperties": false}}},
+    {"type": "function", "function": {"name": "list", "parameters": {
+      "type": "object", "properties": {"head": {"$ref": "#/$defs/cell"}},
+      "required": ["head"], "additionalProperties": false,
+      "$defs": {"cell": {"type": "object", "properties": {"x": {"type": "boolean"},
+        "next": {"anyOf": [{"$ref": "#/$defs/cell"}, {"type": "null"}]}},
+        "required": ["x", "next"], "additionalProperties": false}}}}}])json";
+  auto guide_of = [&](const std::string& choice) {
+    absl::StatusOr<OpenAiRequest> r = ParseOpenAiRequest(
+        absl::StrCat(R"({"messages": [{"role": "user", "content": "hi"}], "tools": )", tools,
+                     R"(, "tool_choice": )", choice, "}"),
+        /*chat=*/true);
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->guided_syntax, GuideSyntax::kJsonSchema);
+    absl::StatusOr<GbnfRules> rules =
+        JsonSchemaToGrammar(nlohmann::ordered_json::parse(r->guided_pattern));
+    EXPECT_TRUE(rules.ok()) << rules.status();
+    return *GrammarAutomaton::Compile(*rules);
+  };
+  auto list = guide_of(R"("required")");
+  EXPECT_TRUE(list->Matches(
+      R"([{"name": "tree", "arguments": {"v": 1, "kids": [{"v": 2, "kids": [{"v": 3, "kids": []}]}]}}])"));
+  EXPECT_TRUE(list->Matches(
+      R"([{"name": "list", "arguments": {"head": {"x": true, "next": {"x": false, "next": null}}}}])"));
+  EXPECT_FALSE(list->Matches(  // "#" is the tree's parameters, not the list of calls
+      R"([{"name": "tree", "arguments": {"v": 1, "kids": [[{"name": "tree", "arguments": {"v": 2, "kids": []}}]]}}])"));
+  EXPECT_FALSE(list->Matches(
+      R"([{"name": "list", "arguments": {"head": {"x": true, "next": {"x": 1, "next": null}}}}])"));
+  auto named = guide_of(R"({"type": "function", "function": {"name": "tree"}})");
+  EXPECT_TRUE(named->Matches(R"({"v": 1, "kids": [{"v": 2, "kids": []}, {"v": 3, "kids": []}]})"));
+  EXPECT_FALSE(named->Matches(R"({"v": 1, "kids": [{"v": 2}]})"));
 }
 
 TEST(OpenAiRequestTest, BadToolRequestsNameTheField) {

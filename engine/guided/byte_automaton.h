@@ -1,0 +1,41 @@
+// What the guided decoder (token_guide.h) needs of an automaton over output bytes: a
+// start state, a transition per byte that is kDead unless a match can still follow, and
+// whether a state matches or may go on. Two implement it: ByteDfa (regular
+// expressions, compiled ahead) and GrammarAutomaton (context-free grammars, states made
+// as they are reached). Implementations are safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace orca {
+
+class ByteAutomaton {
+ public:
+  static constexpr int32_t kDead = -1;
+
+  virtual ~ByteAutomaton() = default;
+  virtual int32_t start() const = 0;
+  // The state after reading `byte` in `state` (kDead when no match can follow).
+  virtual int32_t Next(int32_t state, uint8_t byte) const = 0;
+  // Whether the bytes read so far match.
+  virtual bool accepting(int32_t state) const = 0;
+  // Whether any byte leads on from `state` (false: the match is complete).
+  virtual bool has_next(int32_t state) const = 0;
+
+  // The state after reading `bytes` from `state` (kDead as soon as one byte has none).
+  int32_t Walk(int32_t state, std::string_view bytes) const {
+    for (char c : bytes) {
+      if (state == kDead) return kDead;
+      state = Next(state, static_cast<uint8_t>(c));
+    }
+    return state;
+  }
+  // Whether the whole of `text` matches.
+  bool Matches(std::string_view text) const {
+    const int32_t s = Walk(start(), text);
+    return s != kDead && accepting(s);
+  }
+};
+
+}  // namespace orca

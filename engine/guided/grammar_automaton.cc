@@ -1,0 +1,470 @@
+#include "engine/guided/grammar_automaton.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/common/status_macros.h"
+#include "engine/guided/gbnf.h"
+#include "engine/guided/utf8_ranges.h"
+
+namespace orca {
+
+// Expansion work of one Close (stacks looked at) at most: bounds a step of a highly
+// ambiguous grammar.
+constexpr size_t kMaxCloseSteps = 200000;
+
+using Element = GrammarAutomaton::Element;
+using ByteSet = GrammarAutomaton::ByteSet;
+
+namespace {
+
+bool Has(const ByteSet& s, uint8_t b) { return (s[b >> 6] >> (b & 63)) & 1; }
+void Add(ByteSet& s, uint8_t lo, uint8_t hi) {
+  for (int b = lo; b <= hi; ++b) s[static_cast<size_t>(b) >> 6] |= uint64_t{1} << (b & 63);
+}
+bool IsEnd(const Element& e) { return e.set < 0 && e.rule < 0; }
+
+// Strongly connected components of a graph (iterative Tarjan); returns each node's.
+std::vector<int32_t> Components(const std::vector<std::vector<int32_t>>& edges) {
+  const auto n = static_cast<int32_t>(edges.size());
+  std::vector<int32_t> index(edges.size(), -1), low(edges.size()), comp(edges.size(), -1);
+  std::vector<int32_t> stack;
+  std::vector<std::pair<int32_t, size_t>> calls;  // node, next edge
+  int32_t next_index = 0, next_comp = 0;
+  for (int32_t root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    calls.emplace_back(root, 0);
+    index[root] = low[root] = next_index++;
+    stack.push_back(root);
+    while (!calls.empty()) {
+      auto& [v, e] = calls.back();
+      if (e < edges[v].size()) {
+        const int32_t w = edges[v][e++];
+        if (index[w] < 0) {
+          index[w] = low[w] = next_index++;
+          stack.push_back(w);
+          calls.emplace_back(w, 0);
+        } else if (comp[w] < 0) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      const int32_t done = v;
+      calls.pop_back();
+      if (!calls.empty()) low[calls.back().first] = std::min(low[calls.back().first], low[done]);
+      if (low[done] == index[done]) {
+        int32_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          comp[w] = next_comp;
+        } while (w != done);
+        ++next_comp;
+      }
+    }
+  }
+  return comp;
+}
+
+}  // namespace
+
+// Lowers parsed rules to the automaton's program and checks it (grammar_automaton.h).
+class GrammarBuilder {
+ public:
+  GrammarBuilder(const GbnfRules& rules, GrammarAutomaton& g) : rules_(rules), g_(g) {}
+
+  absl::Status Build() {
+    if (!rules_.contains("root")) return absl::InvalidArgumentError("grammar: no 'root' rule");
+    for (const auto& [name, body] : rules_) NewRule(name);
+    g_.program_ = {Element{.set = -1, .rule = ids_.at("root")}, Element{}};
+    int32_t id = 0;
+    for (const auto& [name, body] : rules_) {
+      if (body.kind == GbnfNode::kAlt) {
+        for (const GbnfNode& alt : body.kids) ORCA_RETURN_IF_ERROR(AddAlternative(id, alt, name));
+      } else {
+        ORCA_RETURN_IF_ERROR(AddAlternative(id, body, name));
+      }
+      ++id;
+    }
+    DropUnfinishable();
+    if (g_.alternatives_[static_cast<size_t>(ids_.at("root"))].empty()) {
+      return absl::InvalidArgumentError(
+          "grammar: 'root' has no finite sentence (every branch recurses forever or needs a "
+          "character no class admits)");
+    }
+    return CheckLeftRecursion();
+  }
+
+ private:
+  int32_t NewRule(const std::string& origin) {
+    const auto id = static_cast<int32_t>(g_.alternatives_.size());
+    g_.alternatives_.emplace_back();
+    origin_.push_back(origin);
+    if (!ids_.contains(origin)) ids_[origin] = id;
+    return id;
+  }
+  absl::Status Append(int32_t rule, const std::vector<Element>& seq) {
+    if (g_.program_.size() + seq.size() + 1 > GrammarAutomaton::kMaxElements) return TooLarge();
+    g_.alternatives_[static_cast<size_t>(rule)].push_back(static_cast<int32_t>(g_.program_.size()));
+    g_.program_.insert(g_.program_.end(), seq.begin(), seq.end());
+    g_.program_.push_back(Element{});
+    return absl::OkStatus();
+  }
+  absl::Status AddAlternative(int32_t rule, const GbnfNode& n, const std::string& origin) {
+    std::vector<Element> seq;
+    ORCA_RETURN_IF_ERROR(Lower(n, seq, origin));
+    return Append(rule, seq);
+  }
+  static absl::Status TooLarge() {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "grammar: over ", GrammarAutomaton::kMaxElements,
+        " elements once its repetitions are expanded: use fewer or smaller {m,n} counts"));
+  }
+  Element SetElement(const ByteSet& s) {
+    auto [it, added] = set_ids_.try_emplace(s, static_cast<int32_t>(g_.sets_.size()));
+    if (added) g_.sets_.push_back(s);
+    return Element{.set = it->second, .rule = -1};
+  }
+
+  // Appends `n`'s elements to `seq`, making helper rules as needed.
+  absl::Status Lower(const GbnfNode& n, std::vector<Element>& seq, const std::string& origin) {
+    if (seq.size() > GrammarAutomaton::kMaxElements) return TooLarge();
+    switch (n.kind) {
+      case GbnfNode::kLiteral:
+        for (char c : n.text) {
+          ByteSet s{};
+          Add(s, static_cast<uint8_t>(c), static_cast<uint8_t>(c));
+          seq.push_back(SetElement(s));
+        }
+        return absl::OkStatus();
+      case GbnfNode::kClass:
+        return LowerClass(n.chars, seq, origin);
+      case GbnfNode::kRef: {
+        auto it = ids_.find(n.text);
+        if (it == ids_.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("grammar: rule '", n.text, "' is not defined"));
+        }
+        seq.push_back(Element{.set = -1, .rule = it->second});
+        return absl::OkStatus();
+      }
+      case GbnfNode::kSeq:
+        for (const GbnfNode& k : n.kids) ORCA_RETURN_IF_ERROR(Lower(k, seq, origin));
+        return absl::OkStatus();
+      case GbnfNode::kAlt: {
+        if (n.kids.size() == 1) return Lower(n.kids[0], seq, origin);
+        const int32_t rule = NewRule(origin);
+        for (const GbnfNode& k : n.kids) ORCA_RETURN_IF_ERROR(AddAlternative(rule, k, origin));
+        seq.push_back(Element{.set = -1, .rule = rule});
+        return absl::OkStatus();
+      }
+      case GbnfNode::kRepeat:
+        return LowerRepeat(n, seq, origin);
+    }
+    return absl::OkStatus();
+  }
+
+  // A class: its one-byte sequences as one set, each longer UTF-8 sequence an
+  // alternative of a helper rule (shared by equal classes).
+  absl::Status LowerClass(const CodeRanges& chars, std::vector<Element>& seq,
+                          const std::string& origin) {
+    if (auto it = class_rules_.find(chars); it != class_rules_.end()) {
+      seq.push_back(it->second);
+      return absl::OkStatus();
+    }
+    std::vector<ByteRanges> sequences;
+    for (const auto& [lo, hi] : chars) Utf8Sequences(lo, hi, sequences);
+    ByteSet single{};
+    bool any_single = false;
+    std::vector<std::vector<Element>> longer;
+    for (const ByteRanges& r : sequences) {
+      if (r.size() == 1) {
+        Add(single, r[0].first, r[0].second);
+        any_single = true;
+        continue;
+      }
+      std::vector<Element> alt;
+      for (const auto& [lo, hi] : r) {
+        ByteSet s{};
+        Add(s, lo, hi);
+        alt.push_back(SetElement(s));
+      }
+      longer.push_back(std::move(alt));
+    }
+    Element e;
+    if (longer.empty()) {
+      e = SetElement(single);  // (possibly empty: a class nothing matches)
+    } else {
+      const int32_t rule = NewRule(origin);
+      if (any_single) ORCA_RETURN_IF_ERROR(Append(rule, {SetElement(single)}));
+      for (const auto& alt : longer) ORCA_RETURN_IF_ERROR(Append(rule, alt));
+      e = Element{.set = -1, .rule = rule};
+    }
+    class_rules_.emplace(chars, e);
+    seq.push_back(e);
+    return absl::OkStatus();
+  }
+
+  // x{min,max}: min copies of x, then x* as S ::= x S | (empty), or max - min nested
+  // optional copies O_j ::= x O_(j-1) | (empty). x longer than one element becomes a rule.
+  absl::Status LowerRepeat(const GbnfNode& n, std::vector<Element>& seq,
+                           const std::string& origin) {
+    std::vector<Element> x;
+    ORCA_RETURN_IF_ERROR(Lower(n.kids[0], x, origin));
+    if (x.size() > 1) {
+      const int32_t rule = NewRule(origin);
+      ORCA_RETURN_IF_ERROR(Append(rule, x));
+      x = {Element{.set = -1, .rule = rule}};
+    }
+    if (seq.size() + static_cast<size_t>(n.min) * x.size() > GrammarAutomaton::kMaxElements) {
+      return TooLarge();
+    }
+    for (int i = 0; i < n.min; ++i) seq.insert(seq.end(), x.begin(), x.end());
+    if (n.max == -1) {
+      const int32_t star = NewRule(origin);
+      std::vector<Element> again = x;
+      again.push_back(Element{.set = -1, .rule = star});
+      ORCA_RETURN_IF_ERROR(Append(star, again));
+      ORCA_RETURN_IF_ERROR(Append(star, {}));
+      seq.push_back(Element{.set = -1, .rule = star});
+      return absl::OkStatus();
+    }
+    int32_t previous = -1;
+    for (int j = n.min; j < n.max; ++j) {
+      const int32_t optional = NewRule(origin);
+      std::vector<Element> more = x;
+      if (previous >= 0) more.push_back(Element{.set = -1, .rule = previous});
+      ORCA_RETURN_IF_ERROR(Append(optional, more));
+      ORCA_RETURN_IF_ERROR(Append(optional, {}));
+      previous = optional;
+    }
+    if (previous >= 0) seq.push_back(Element{.set = -1, .rule = previous});
+    return absl::OkStatus();
+  }
+
+  // The rules (true) for which some alternative has every element `ok`: a fixpoint
+  // over a worklist, linear in the program. `base(e)` says whether a byte set counts.
+  template <typename BaseOk>
+  std::vector<bool> Fixpoint(BaseOk base) const {
+    const auto& alts = g_.alternatives_;
+    std::vector<int32_t> alt_rule, missing;               // per alternative
+    std::vector<std::vector<int32_t>> uses(alts.size());  // rule -> alternatives waiting on it
+    std::vector<bool> result(alts.size(), false);
+    std::vector<int32_t> ready;
+    for (size_t r = 0; r < alts.size(); ++r) {
+      for (int32_t start : alts[r]) {
+        const auto a = static_cast<int32_t>(alt_rule.size());
+        alt_rule.push_back(static_cast<int32_t>(r));
+        int32_t wait = 0;
+        bool possible = true;
+        for (int32_t p = start; !IsEnd(g_.program_[static_cast<size_t>(p)]); ++p) {
+          const Element& e = g_.program_[static_cast<size_t>(p)];
+          if (e.set >= 0) {
+            possible = possible && base(e);
+          } else {
+            uses[static_cast<size_t>(e.rule)].push_back(a);
+            ++wait;
+          }
+        }
+        missing.push_back(possible ? wait : -1);
+        if (possible && wait == 0) ready.push_back(a);
+      }
+    }
+    while (!ready.empty()) {
+      const int32_t a = ready.back();
+      ready.pop_back();
+      const int32_t r = alt_rule[static_cast<size_t>(a)];
+      if (result[static_cast<size_t>(r)]) continue;
+      result[static_cast<size_t>(r)] = true;
+      for (int32_t b : uses[static_cast<size_t>(r)]) {
+        if (missing[static_cast<size_t>(b)] > 0 && --missing[static_cast<size_t>(b)] == 0) {
+          ready.push_back(b);
+        }
+      }
+    }
+    return result;
+  }
+
+  // Removes the alternatives that can never finish (they use a rule with no finite
+  // sentence or a set that matches nothing), so every stack the automaton keeps can
+  // still end.
+  void DropUnfinishable() {
+    const std::vector<bool> finishes = Fixpoint(
+        [&](const Element& e) { return g_.sets_[static_cast<size_t>(e.set)] != ByteSet{}; });
+    for (auto& alts : g_.alternatives_) {
+      std::erase_if(alts, [&](int32_t start) {
+        for (int32_t p = start; !IsEnd(g_.program_[static_cast<size_t>(p)]); ++p) {
+          const Element& e = g_.program_[static_cast<size_t>(p)];
+          if (e.set >= 0 ? g_.sets_[static_cast<size_t>(e.set)] == ByteSet{}
+                         : !finishes[static_cast<size_t>(e.rule)]) {
+            return true;
+          }
+        }
+        return false;
+      });
+    }
+  }
+
+  // Left recursion: a rule reaching itself through references that read nothing before
+  // them, one of which is not a tail call (tail-call cycles read nothing and push
+  // nothing: Close's `seen` ends them).
+  absl::Status CheckLeftRecursion() const {
+    const std::vector<bool> nullable = Fixpoint([](const Element&) { return false; });
+    const auto& alts = g_.alternatives_;
+    std::vector<std::vector<int32_t>> edges(alts.size());
+    std::vector<std::pair<int32_t, int32_t>> pushing;  // non-tail edges
+    for (size_t r = 0; r < alts.size(); ++r) {
+      for (int32_t start : alts[r]) {
+        for (int32_t p = start;; ++p) {
+          const Element& e = g_.program_[static_cast<size_t>(p)];
+          if (e.rule < 0) break;  // a set or the end
+          edges[r].push_back(e.rule);
+          if (!IsEnd(g_.program_[static_cast<size_t>(p) + 1])) {
+            pushing.emplace_back(static_cast<int32_t>(r), e.rule);
+          }
+          if (!nullable[static_cast<size_t>(e.rule)]) break;
+        }
+      }
+    }
+    const std::vector<int32_t> comp = Components(edges);
+    for (const auto& [from, to] : pushing) {
+      if (comp[static_cast<size_t>(from)] != comp[static_cast<size_t>(to)]) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "grammar: rule '", origin_[static_cast<size_t>(from)],
+          "' is left-recursive (it can reach itself before reading a character): write the "
+          "repetition with * or +, e.g. expr ::= term (\"+\" term)*"));
+    }
+    return absl::OkStatus();
+  }
+
+  const GbnfRules& rules_;
+  GrammarAutomaton& g_;
+  std::map<std::string, int32_t> ids_;
+  std::vector<std::string> origin_;  // per rule: the named rule it was written in
+  std::map<ByteSet, int32_t> set_ids_;
+  std::map<CodeRanges, Element> class_rules_;
+};
+
+absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> GrammarAutomaton::Compile(
+    std::string_view gbnf) {
+  absl::StatusOr<GbnfRules> rules = ParseGbnf(gbnf);
+  if (!rules.ok()) return rules.status();
+  return Compile(*rules);
+}
+
+absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> GrammarAutomaton::Compile(
+    const GbnfRules& rules) {
+  std::unique_ptr<GrammarAutomaton> g(new GrammarAutomaton());
+  GrammarBuilder builder(rules, *g);
+  ORCA_RETURN_IF_ERROR(builder.Build());
+  absl::MutexLock lock(&g->mu_);
+  g->Intern(g->Close({Stack{0}}));  // the start state, id 0
+  return std::unique_ptr<const GrammarAutomaton>(std::move(g));
+}
+
+std::vector<GrammarAutomaton::Stack> GrammarAutomaton::Close(std::vector<Stack> work) const {
+  std::set<Stack> seen;
+  std::vector<Stack> out;
+  size_t steps = 0;
+  while (!work.empty() && ++steps <= kMaxCloseSteps) {
+    Stack st = std::move(work.back());
+    work.pop_back();
+    if (!seen.insert(st).second) continue;
+    if (st.empty()) {
+      out.push_back(std::move(st));
+      continue;
+    }
+    const Element e = program_[static_cast<size_t>(st.back())];
+    if (e.set >= 0) {
+      out.push_back(std::move(st));
+      continue;
+    }
+    if (e.rule < 0) {  // the end of an alternative: return to the caller
+      st.pop_back();
+      work.push_back(std::move(st));
+      continue;
+    }
+    // A reference: the caller continues after it, unless nothing follows (tail call).
+    if (IsEnd(program_[static_cast<size_t>(st.back()) + 1])) {
+      st.pop_back();
+    } else {
+      st.back() += 1;
+    }
+    if (st.size() >= kMaxDepth) continue;
+    for (int32_t start : alternatives_[static_cast<size_t>(e.rule)]) {
+      Stack next = st;
+      next.push_back(start);
+      work.push_back(std::move(next));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (out.size() > kMaxStacks) out.resize(kMaxStacks);
+  return out;
+}
+
+int32_t GrammarAutomaton::Intern(std::vector<Stack> stacks) const {
+  if (stacks.empty()) return kDead;
+  std::string key;
+  for (const Stack& s : stacks) {
+    const auto n = static_cast<int32_t>(s.size());
+    key.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    key.append(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(int32_t));
+  }
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  if (states_.size() >= static_cast<size_t>(kMaxStates)) return kDead;
+  auto state = std::make_unique<State>();
+  state->next.fill(kUnknown);
+  for (const Stack& s : stacks) {
+    state->accepting |= s.empty();
+    state->has_next |= !s.empty();
+  }
+  state->stacks = std::move(stacks);
+  const auto id = static_cast<int32_t>(states_.size());
+  states_.push_back(std::move(state));
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
+int32_t GrammarAutomaton::Next(int32_t state, uint8_t byte) const {
+  absl::MutexLock lock(&mu_);
+  if (state < 0 || static_cast<size_t>(state) >= states_.size()) return kDead;
+  State& s = *states_[static_cast<size_t>(state)];
+  if (s.next[byte] != kUnknown) return s.next[byte];
+  std::vector<Stack> advanced;
+  for (const Stack& st : s.stacks) {
+    if (st.empty() ||
+        !Has(sets_[static_cast<size_t>(program_[static_cast<size_t>(st.back())].set)], byte)) {
+      continue;
+    }
+    Stack next = st;
+    next.back() += 1;
+    advanced.push_back(std::move(next));
+  }
+  const int32_t to = advanced.empty() ? kDead : Intern(Close(std::move(advanced)));
+  // (Intern may have grown states_, but each State stays where it is.)
+  s.next[byte] = to;
+  return to;
+}
+
+bool GrammarAutomaton::accepting(int32_t state) const {
+  absl::MutexLock lock(&mu_);
+  return state >= 0 && static_cast<size_t>(state) < states_.size() &&
+         states_[static_cast<size_t>(state)]->accepting;
+}
+
+bool GrammarAutomaton::has_next(int32_t state) const {
+  absl::MutexLock lock(&mu_);
+  return state >= 0 && static_cast<size_t>(state) < states_.size() &&
+         states_[static_cast<size_t>(state)]->has_next;
+}
+
+int32_t GrammarAutomaton::num_states() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int32_t>(states_.size());
+}
+
+}  // namespace orca

@@ -1,0 +1,95 @@
+// A context-free grammar (GBNF, gbnf.h) as an automaton over output bytes for the
+// guided decoder (token_guide.h): a pushdown automaton whose configurations become the
+// states of a lazily built DFA.
+//
+// The grammar is lowered to a program: each rule a list of alternatives, each a run of
+// elements (a set of bytes, or a reference to a rule) ended by an end marker; character
+// classes become their UTF-8 byte sequences, repetitions helper rules. A configuration
+// is the set of stacks of positions the grammar may be at (llama.cpp's matcher), each
+// expanded until its top is a byte set (an empty stack: the input so far is a sentence).
+// A reference at the end of an alternative replaces its caller's position instead of
+// pushing a return (tail calls), so right recursion and repetition do not grow stacks.
+// Next(state, byte) advances every stack whose top admits the byte and re-expands; the
+// resulting configuration is interned as a state id and the transition memoized, so a
+// state's token mask is computed once (token_guide.h) and nesting is unbounded.
+//
+// Refused at Compile (InvalidArgument): what ParseGbnf refuses; left recursion (a rule
+// that can reach itself before reading a byte, not at the end of an alternative: write
+// it as a repetition); a root with no finite sentence; over kMaxElements elements once
+// repetitions are expanded. Rules that cannot finish (infinite recursion) are dropped.
+//
+// Bounds while running: a stack deeper than kMaxDepth (nesting that deep), a
+// configuration beyond kMaxStacks stacks (highly ambiguous grammars) and any state past
+// kMaxStates are cut off (those continuations become kDead): what the guide allows is
+// always a sentence prefix, but such sentences cannot be produced. Thread-safe: states
+// are made under a mutex.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/guided/byte_automaton.h"
+#include "engine/guided/gbnf.h"
+
+namespace orca {
+
+class GrammarAutomaton final : public ByteAutomaton {
+ public:
+  static constexpr int32_t kMaxStates = 20000;
+  static constexpr size_t kMaxDepth = 512;
+  static constexpr size_t kMaxStacks = 1024;
+  static constexpr size_t kMaxElements = 1 << 18;
+
+  static absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> Compile(std::string_view gbnf);
+  // Rules made by a program (json_schema.h); references to rules not among them and a
+  // missing `root` are refused as the text's are.
+  static absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> Compile(const GbnfRules& rules);
+
+  int32_t start() const override { return 0; }
+  int32_t Next(int32_t state, uint8_t byte) const override;
+  bool accepting(int32_t state) const override;
+  bool has_next(int32_t state) const override;
+  // States made so far.
+  int32_t num_states() const;
+
+  // One element of the program.
+  struct Element {
+    int32_t set = -1;   // >= 0: the byte set it matches
+    int32_t rule = -1;  // >= 0: the rule it expands; neither: end of an alternative
+  };
+  using ByteSet = std::array<uint64_t, 4>;
+
+ private:
+  using Stack = std::vector<int32_t>;  // positions in program_, the top last
+  struct State {
+    std::vector<Stack> stacks;  // sorted; tops are byte sets, or empty
+    bool accepting = false, has_next = false;
+    std::array<int32_t, 256> next;  // kUnknown until computed
+  };
+  static constexpr int32_t kUnknown = -2;
+
+  GrammarAutomaton() = default;
+  // Expands every stack until its top is a byte set (or it is empty); sorted, unique.
+  std::vector<Stack> Close(std::vector<Stack> work) const;
+  int32_t Intern(std::vector<Stack> stacks) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::vector<Element> program_;  // [0] the start: a reference to root, then an end
+  std::vector<ByteSet> sets_;
+  std::vector<std::vector<int32_t>> alternatives_;  // per rule: first positions
+
+  mutable absl::Mutex mu_;
+  mutable std::vector<std::unique_ptr<State>> states_ ABSL_GUARDED_BY(mu_);
+  mutable absl::flat_hash_map<std::string, int32_t> ids_ ABSL_GUARDED_BY(mu_);
+
+  friend class GrammarBuilder;
+};
+
+}  // namespace orca

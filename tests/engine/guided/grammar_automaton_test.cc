@@ -1,0 +1,231 @@
+// GrammarAutomaton: a GBNF grammar's sentences and nothing else, at any depth of
+// nesting, checked by hand on small grammars and, for random sentences of real grammars,
+// by independent parsers: Python's json module for a JSON grammar, Python's own
+// expression parser (ast) for arithmetic, and Python's re for a line format.
+#include "engine/guided/grammar_automaton.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "nlohmann/json.hpp"
+#include "tests/engine/guided/random_walk.h"
+#include "tests/testutil/testutil.h"
+
+namespace orca {
+namespace {
+
+std::unique_ptr<const GrammarAutomaton> Compile(const std::string& grammar) {
+  absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> g = GrammarAutomaton::Compile(grammar);
+  EXPECT_TRUE(g.ok()) << grammar << ": " << g.status();
+  if (!g.ok()) return *GrammarAutomaton::Compile("root ::= \"compile failed\"");
+  return *std::move(g);
+}
+
+TEST(GrammarAutomatonTest, SmallGrammarsMatchTheirSentencesOnly) {
+  auto yes_no = Compile(R"(root ::= "yes" | "no" # a comment
+)");
+  EXPECT_TRUE(yes_no->Matches("yes"));
+  EXPECT_TRUE(yes_no->Matches("no"));
+  EXPECT_FALSE(yes_no->Matches("yesno"));
+  EXPECT_FALSE(yes_no->Matches("ye"));
+  EXPECT_EQ(yes_no->Next(yes_no->start(), 'x'), ByteAutomaton::kDead);
+
+  // Rules, classes, repetition, escapes; alternatives continue on the next line.
+  auto list = Compile(R"(
+root  ::= item ("," item){0,2} "\n"
+item  ::= [a-z_] [a-z0-9_-]* "=" value
+value ::= [0-9]+ | "\"" [^"\\\n]* "\""
+        | "\u00e9\x41"
+)");
+  EXPECT_TRUE(list->Matches("a=1\n"));
+  EXPECT_TRUE(
+      list->Matches("a=1,b_2=\"x y\",c=\xc3\xa9"
+                    "A\n"));
+  EXPECT_TRUE(list->Matches("k=\"caf\xc3\xa9\"\n"));  // a negated class takes any character
+  EXPECT_FALSE(list->Matches("k=\"caf\xc3\"\n"));     // ... but only whole UTF-8 ones
+  EXPECT_FALSE(list->Matches("a=1,b=2,c=3,d=4\n"));   // {0,2}
+  EXPECT_FALSE(list->Matches("1=1\n"));
+  EXPECT_FALSE(list->Matches("a=\"x\"y\"\n"));
+  EXPECT_FALSE(list->Matches("a=1"));
+
+  auto any = Compile(R"(root ::= "<" . ">")");
+  EXPECT_TRUE(any->Matches("<\n>"));
+  EXPECT_TRUE(any->Matches("<\xe2\x82\xac>"));
+  EXPECT_FALSE(any->Matches("<>"));
+  EXPECT_FALSE(any->Matches("<\xed\xa0\x80>"));  // a surrogate is not UTF-8
+
+  // Complete once nothing may follow; accepting with more allowed otherwise.
+  auto done = Compile(R"(root ::= "a" "b"?)");
+  const int32_t a = done->Walk(done->start(), "a");
+  EXPECT_TRUE(done->accepting(a));
+  EXPECT_TRUE(done->has_next(a));
+  const int32_t ab = done->Walk(a, "b");
+  EXPECT_TRUE(done->accepting(ab));
+  EXPECT_FALSE(done->has_next(ab));
+}
+
+TEST(GrammarAutomatonTest, NestingIsUnbounded) {
+  auto parens = Compile(R"g(root ::= "(" root ")" | "x")g");
+  for (int depth : {0, 1, 5, 100, 400}) {
+    const std::string s = std::string(depth, '(') + "x" + std::string(depth, ')');
+    EXPECT_TRUE(parens->Matches(s)) << depth;
+    EXPECT_FALSE(parens->Matches(s + ")")) << depth;
+    EXPECT_FALSE(parens->Matches(s.substr(0, s.size() - 1))) << depth;
+  }
+  // Right recursion and repetition are tail calls: their stacks do not grow, so a
+  // long list takes a few states, not one per item.
+  auto list = Compile(R"(root ::= item ("," root)?
+item ::= [0-9]+)");
+  std::string items = "1";
+  for (int i = 0; i < 2000; ++i) items += "," + std::to_string(i);
+  EXPECT_TRUE(list->Matches(items));
+  EXPECT_LT(list->num_states(), 20);
+  // Deeper than kMaxDepth stack entries is cut off, never wrong.
+  const size_t deep = GrammarAutomaton::kMaxDepth + 10;
+  EXPECT_FALSE(parens->Matches(std::string(deep, '(') + "x" + std::string(deep, ')')));
+}
+
+TEST(GrammarAutomatonTest, ErrorsNameTheProblemAndWhere) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"root ::= item", "line 1, column 10: rule 'item' is not defined"},
+      {"item ::= \"a\"", "no 'root' rule"},
+      {"root ::= \"a", "line 1, column 12: expected a closing '\"'"},
+      {"root ::= \"\\q\"", "expected an escape"},
+      {"root ::= [z-a]", "a range in order"},
+      {"root ::= []", "a character in the class"},
+      {"root ::= \"a\"\nroot ::= \"b\"", "line 2, column 1: rule 'root' is defined twice"},
+      {"root ::= \"a\"**", "one repetition per item"},
+      {"root ::= \"a\"{3,1}", "not below the minimum"},
+      {"root ::= (\"a\"", "a closing ')'"},
+      {"root ::= \"a\" root", "'root' has no finite sentence"},
+      {"root ::= [^\\x00-\\U0010FFFF]", "'root' has no finite sentence"},
+      {"root ::= expr\nexpr ::= expr \"+\" \"1\" | \"1\"", "rule 'expr' is left-recursive"},
+      {"root ::= a\na ::= \"x\"? b\nb ::= a \"y\" | \"z\"", "is left-recursive"},
+      {"root = \"a\"", "'::=' after the rule name"},
+      {"root ::= @", "line 1, column 10: expected a literal"},
+  };
+  for (const auto& [grammar, message] : cases) {
+    absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> r = GrammarAutomaton::Compile(grammar);
+    ASSERT_FALSE(r.ok()) << grammar;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << grammar;
+    EXPECT_NE(r.status().message().find(message), std::string::npos)
+        << grammar << ": " << r.status().message();
+  }
+  // Bounded repetitions expand to helper rules: too many are refused, not built.
+  std::string wide = "root ::=";
+  for (int i = 0; i < 100; ++i) wide += " \"a\"{0,1000}";
+  absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> r = GrammarAutomaton::Compile(wide);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("elements once its repetitions are expanded"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(GrammarAutomatonTest, CyclesThatReadNothingAndDeadBranchesAreHarmless) {
+  // Tail-call cycles (a -> root -> a) and a repetition of something that may be empty
+  // read nothing and push nothing: accepted, and they end.
+  auto cycle = Compile(R"(root ::= a
+a ::= root | "x")");
+  EXPECT_TRUE(cycle->Matches("x"));
+  EXPECT_FALSE(cycle->Matches("xx"));
+  auto empty_repeat = Compile(R"(root ::= ("a"?)* "b")");
+  EXPECT_TRUE(empty_repeat->Matches("b"));
+  EXPECT_TRUE(empty_repeat->Matches("aaab"));
+  // A branch that can never finish is dropped: its first byte is not allowed.
+  auto dead = Compile(R"(root ::= "a" | "b" loop
+loop ::= "c" loop)");
+  EXPECT_TRUE(dead->Matches("a"));
+  EXPECT_EQ(dead->Next(dead->start(), 'b'), ByteAutomaton::kDead);
+  // A highly ambiguous grammar (eight rules, each two ways) stays within its bounds.
+  std::string knot = "root ::= r0\n";
+  for (int i = 0; i < 8; ++i) {
+    knot += "r" + std::to_string(i) + " ::= \"a\" r" + std::to_string((i + 1) % 8) + " r" +
+            std::to_string((i + 3) % 8) + " | \"a\"\n";
+  }
+  auto k = Compile(knot);
+  int32_t s = k->start();
+  for (int i = 0; i < 200 && s != ByteAutomaton::kDead; ++i) s = k->Next(s, 'a');
+  EXPECT_LE(k->num_states(), GrammarAutomaton::kMaxStates);
+}
+
+// Real grammars (our own writing, in the style of llama.cpp's grammars/).
+constexpr char kJsonGrammar[] = R"g(
+root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
+number ::= "-"? ([0-9] | [1-9] [0-9]{1,8}) ("." [0-9]{1,6})? ([eE] [-+]? [0-9]{1,2})? ws
+ws     ::= | " " | "\n" [ \t]{0,4}
+)g";
+constexpr char kArithmetic[] = R"g(
+root   ::= expr
+expr   ::= term (ws [-+] ws term)*
+term   ::= factor (ws [*/] ws factor)*
+factor ::= "0" | [1-9] [0-9]{0,3} | "(" ws expr ws ")" | "-" factor
+ws     ::= " "?
+)g";
+constexpr char kLines[] = R"(
+root ::= line{1,3}
+line ::= [A-Z] [a-z]{0,6} ": " ("on" | "off" | [0-9]{1,3} "%") "\n"
+)";
+
+TEST(GrammarAutomatonTest, RandomSentencesParseWithIndependentParsers) {
+  testing::TempDir tmp;
+  std::mt19937 rng(5);
+  nlohmann::json cases = nlohmann::json::object();
+  for (const auto& [name, grammar] :
+       {std::pair{"json", kJsonGrammar}, std::pair{"arith", kArithmetic},
+        std::pair{"lines", kLines}}) {
+    auto g = Compile(grammar);
+    nlohmann::json docs = nlohmann::json::array();
+    for (int i = 0; i < 150; ++i) {
+      bool ok = false;
+      std::string doc = RandomWalk(*g, rng, &ok, 2000);
+      if (ok) docs.push_back(doc);
+    }
+    EXPECT_GE(docs.size(), 60u) << name << ": walks rarely end";
+    cases[name] = docs;
+  }
+  // Known sentences, however deep, and known non-sentences.
+  auto json = Compile(kJsonGrammar);
+  EXPECT_TRUE(json->Matches(R"({"a": {"b": [{"c": [[[{"d": {}}]]]}]}})"));
+  for (const char* bad : {"{", "{\"a\":}", "[1]", "{\"a\": 01}", "{\"a\": \"\x01\"}", "{} {}",
+                          R"({"a": {"b": [{"c": [[[{"d": {}}]]}]}})"}) {
+    EXPECT_FALSE(json->Matches(bad)) << bad;
+  }
+  EXPECT_TRUE(json->Matches("{\"a\": [1, {\"b\": null}], \"c\": -0.5e+3}"));
+  auto arith = Compile(kArithmetic);
+  for (const char* bad : {"(1", "1+", "1 + * 2", ")(", "((((1)))"}) {
+    EXPECT_FALSE(arith->Matches(bad)) << bad;
+  }
+  EXPECT_TRUE(arith->Matches("(1 + 2) * -3/4"));
+  EXPECT_TRUE(arith->Matches("((((((((1))))))))"));
+  const std::string check =
+      "import ast, json, re, sys\n"
+      "cases = json.load(open(sys.argv[1]))\n"
+      "bad = []\n"
+      "for d in cases['json']:\n"
+      "    try:\n"
+      "        assert isinstance(json.loads(d), dict)\n"
+      "    except Exception as e: bad.append(['json', d, str(e)])\n"
+      "for d in cases['arith']:\n"
+      "    try:\n"
+      "        ast.parse(d, mode='eval')\n"
+      "    except Exception as e: bad.append(['arith', d, str(e)])\n"
+      "line = re.compile(r'(?:[A-Z][a-z]{0,6}: (?:on|off|[0-9]{1,3}%)\\n){1,3}')\n"
+      "for d in cases['lines']:\n"
+      "    if not line.fullmatch(d): bad.append(['lines', d, 'no match'])\n"
+      "print(json.dumps(bad))\n";
+  std::string output;
+  const int rc = RunPythonCheck(tmp, cases.dump(), check, &output);
+  ASSERT_EQ(rc, 0) << output;
+  for (const nlohmann::json& b : nlohmann::json::parse(output)) {
+    ADD_FAILURE() << b[0] << " produced " << b[1] << ": " << b[2];
+  }
+}
+
+}  // namespace
+}  // namespace orca
