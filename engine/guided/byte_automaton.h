@@ -7,8 +7,11 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace orca {
+
+class TokenVocabulary;  // token_guide.h
 
 class ByteAutomaton {
  public:
@@ -24,13 +27,21 @@ class ByteAutomaton {
   virtual bool has_next(int32_t state) const = 0;
 
   // The state after reading `bytes` from `state` (kDead as soon as one byte has none).
-  int32_t Walk(int32_t state, std::string_view bytes) const {
+  virtual int32_t Walk(int32_t state, std::string_view bytes) const {
     for (char c : bytes) {
       if (state == kDead) return kDead;
       state = Next(state, static_cast<uint8_t>(c));
     }
     return state;
   }
+  // Sets bit t (mask[t / 32] >> (t % 32)) for every token t of `vocab` whose bytes may
+  // follow `state`: one walk of the vocabulary's trie that drops every subtree the
+  // automaton cannot continue. The default follows Next (token_guide.cc); an automaton
+  // that makes its states as they are reached walks without making any.
+  virtual void AllowTokens(int32_t state, const TokenVocabulary& vocab,
+                           std::vector<uint32_t>& mask) const;
+  // Whether the automaton can make no more states (only one that makes them lazily).
+  virtual bool exhausted() const { return false; }
   // Whether the whole of `text` matches.
   bool Matches(std::string_view text) const {
     const int32_t s = Walk(start(), text);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/common/status_macros.h"
 #include "engine/guided/gbnf.h"
+#include "engine/guided/token_guide.h"
 #include "engine/guided/utf8_ranges.h"
 
 namespace orca {
@@ -349,15 +350,16 @@ class GrammarBuilder {
 };
 
 absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> GrammarAutomaton::Compile(
-    std::string_view gbnf) {
+    std::string_view gbnf, int32_t max_states) {
   absl::StatusOr<GbnfRules> rules = ParseGbnf(gbnf);
   if (!rules.ok()) return rules.status();
-  return Compile(*rules);
+  return Compile(*rules, max_states);
 }
 
 absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> GrammarAutomaton::Compile(
-    const GbnfRules& rules) {
+    const GbnfRules& rules, int32_t max_states) {
   std::unique_ptr<GrammarAutomaton> g(new GrammarAutomaton());
+  g->max_states_ = std::max(max_states, 1);
   GrammarBuilder builder(rules, *g);
   ORCA_RETURN_IF_ERROR(builder.Build());
   absl::MutexLock lock(&g->mu_);
@@ -365,9 +367,9 @@ absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> GrammarAutomaton::Compil
   return std::unique_ptr<const GrammarAutomaton>(std::move(g));
 }
 
-std::vector<GrammarAutomaton::Stack> GrammarAutomaton::Close(std::vector<Stack> work) const {
+GrammarAutomaton::Config GrammarAutomaton::Close(Config work) const {
   std::set<Stack> seen;
-  std::vector<Stack> out;
+  Config out;
   size_t steps = 0;
   while (!work.empty() && ++steps <= kMaxCloseSteps) {
     Stack st = std::move(work.back());
@@ -406,18 +408,41 @@ std::vector<GrammarAutomaton::Stack> GrammarAutomaton::Close(std::vector<Stack> 
   return out;
 }
 
-int32_t GrammarAutomaton::Intern(std::vector<Stack> stacks) const {
-  if (stacks.empty()) return kDead;
+GrammarAutomaton::Config GrammarAutomaton::Step(const Config& from, uint8_t byte) const {
+  Config advanced;
+  for (const Stack& st : from) {
+    if (st.empty()) continue;
+    const Element& top = program_[static_cast<size_t>(st.back())];
+    if (!Has(sets_[static_cast<size_t>(top.set)], byte)) continue;
+    Stack next = st;
+    next.back() += 1;
+    advanced.push_back(std::move(next));
+  }
+  if (advanced.empty()) return advanced;
+  return Close(std::move(advanced));
+}
+
+namespace {
+
+// A configuration as a hash key.
+std::string Key(const std::vector<std::vector<int32_t>>& stacks) {
   std::string key;
-  for (const Stack& s : stacks) {
+  for (const auto& s : stacks) {
     const auto n = static_cast<int32_t>(s.size());
     key.append(reinterpret_cast<const char*>(&n), sizeof(n));
     key.append(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(int32_t));
   }
+  return key;
+}
+
+}  // namespace
+
+int32_t GrammarAutomaton::Intern(Config stacks) const {
+  if (stacks.empty()) return kDead;
+  std::string key = Key(stacks);
   if (auto it = ids_.find(key); it != ids_.end()) return it->second;
-  if (states_.size() >= static_cast<size_t>(kMaxStates)) return kDead;
+  if (states_.size() >= static_cast<size_t>(max_states_)) return kDead;
   auto state = std::make_unique<State>();
-  state->next.fill(kUnknown);
   for (const Stack& s : stacks) {
     state->accepting |= s.empty();
     state->has_next |= !s.empty();
@@ -429,25 +454,64 @@ int32_t GrammarAutomaton::Intern(std::vector<Stack> stacks) const {
   return id;
 }
 
-int32_t GrammarAutomaton::Next(int32_t state, uint8_t byte) const {
+GrammarAutomaton::Config GrammarAutomaton::ConfigOf(int32_t state) const {
   absl::MutexLock lock(&mu_);
-  if (state < 0 || static_cast<size_t>(state) >= states_.size()) return kDead;
-  State& s = *states_[static_cast<size_t>(state)];
-  if (s.next[byte] != kUnknown) return s.next[byte];
-  std::vector<Stack> advanced;
-  for (const Stack& st : s.stacks) {
-    if (st.empty() ||
-        !Has(sets_[static_cast<size_t>(program_[static_cast<size_t>(st.back())].set)], byte)) {
-      continue;
-    }
-    Stack next = st;
-    next.back() += 1;
-    advanced.push_back(std::move(next));
+  if (state < 0 || static_cast<size_t>(state) >= states_.size()) return {};
+  return states_[static_cast<size_t>(state)]->stacks;
+}
+
+int32_t GrammarAutomaton::Next(int32_t state, uint8_t byte) const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (state < 0 || static_cast<size_t>(state) >= states_.size()) return kDead;
+    const State& s = *states_[static_cast<size_t>(state)];
+    if (auto it = s.next.find(byte); it != s.next.end()) return it->second;
   }
-  const int32_t to = advanced.empty() ? kDead : Intern(Close(std::move(advanced)));
+  Config to = Step(ConfigOf(state), byte);  // (outside the lock)
+  absl::MutexLock lock(&mu_);
+  const int32_t id = Intern(std::move(to));
   // (Intern may have grown states_, but each State stays where it is.)
-  s.next[byte] = to;
-  return to;
+  states_[static_cast<size_t>(state)]->next[byte] = id;
+  return id;
+}
+
+int32_t GrammarAutomaton::Walk(int32_t state, std::string_view bytes) const {
+  Config c = ConfigOf(state);
+  for (char b : bytes) {
+    if (c.empty()) return kDead;
+    c = Step(c, static_cast<uint8_t>(b));
+  }
+  absl::MutexLock lock(&mu_);
+  return Intern(std::move(c));
+}
+
+void GrammarAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
+                                   std::vector<uint32_t>& mask) const {
+  // The configurations met on the way, numbered for this walk only, with their
+  // transitions (a byte class loops back to one configuration: computed once).
+  std::vector<Config> configs = {ConfigOf(state)};
+  if (configs[0].empty()) return;
+  std::vector<absl::flat_hash_map<uint8_t, int32_t>> next(1);
+  absl::flat_hash_map<std::string, int32_t> ids = {{Key(configs[0]), 0}};
+  auto step = [&](int32_t from, uint8_t byte) {
+    if (auto it = next[static_cast<size_t>(from)].find(byte);
+        it != next[static_cast<size_t>(from)].end()) {
+      return it->second;
+    }
+    Config c = Step(configs[static_cast<size_t>(from)], byte);
+    int32_t to = kDead;
+    if (!c.empty()) {
+      auto [it, added] = ids.try_emplace(Key(c), static_cast<int32_t>(configs.size()));
+      if (added) {
+        configs.push_back(std::move(c));
+        next.emplace_back();
+      }
+      to = it->second;
+    }
+    next[static_cast<size_t>(from)][byte] = to;
+    return to;
+  };
+  MarkReachableTokens(vocab, 0, step, mask);
 }
 
 bool GrammarAutomaton::accepting(int32_t state) const {
@@ -460,6 +524,12 @@ bool GrammarAutomaton::has_next(int32_t state) const {
   absl::MutexLock lock(&mu_);
   return state >= 0 && static_cast<size_t>(state) < states_.size() &&
          states_[static_cast<size_t>(state)]->has_next;
+}
+
+size_t GrammarAutomaton::depth(int32_t state) const {
+  size_t deepest = 0;
+  for (const Stack& s : ConfigOf(state)) deepest = std::max(deepest, s.size());
+  return deepest;
 }
 
 int32_t GrammarAutomaton::num_states() const {

@@ -1,6 +1,6 @@
 // A context-free grammar (GBNF, gbnf.h) as an automaton over output bytes for the
-// guided decoder (token_guide.h): a pushdown automaton whose configurations become the
-// states of a lazily built DFA.
+// guided decoder (token_guide.h): a pushdown automaton whose configurations become
+// states as the output reaches them.
 //
 // The grammar is lowered to a program: each rule a list of alternatives, each a run of
 // elements (a set of bytes, or a reference to a rule) ended by an end marker; character
@@ -9,9 +9,11 @@
 // expanded until its top is a byte set (an empty stack: the input so far is a sentence).
 // A reference at the end of an alternative replaces its caller's position instead of
 // pushing a return (tail calls), so right recursion and repetition do not grow stacks.
-// Next(state, byte) advances every stack whose top admits the byte and re-expands; the
-// resulting configuration is interned as a state id and the transition memoized, so a
-// state's token mask is computed once (token_guide.h) and nesting is unbounded.
+// Reading a byte advances every stack whose top admits it and re-expands. Walk (a token's
+// bytes) interns the configuration it ends in as a state id, so a state's token mask is
+// computed once (token_guide.h) and nesting is unbounded; AllowTokens walks the
+// vocabulary's trie over configurations of its own, memoized for that walk only, so a
+// mask makes no states (only where outputs go do). Next memoizes single bytes (tests).
 //
 // Refused at Compile (InvalidArgument): what ParseGbnf refuses; left recursion (a rule
 // that can reach itself before reading a byte, not at the end of an alternative: write
@@ -21,8 +23,9 @@
 // Bounds while running: a stack deeper than kMaxDepth (nesting that deep), a
 // configuration beyond kMaxStacks stacks (highly ambiguous grammars) and any state past
 // kMaxStates are cut off (those continuations become kDead): what the guide allows is
-// always a sentence prefix, but such sentences cannot be produced. Thread-safe: states
-// are made under a mutex.
+// always a sentence prefix, but such sentences cannot be produced; a guide past
+// kMaxStates says so (exhausted()) and the guide cache compiles a fresh one for later
+// requests. Thread-safe: states are made under a mutex, walks run outside it.
 #pragma once
 
 #include <array>
@@ -43,22 +46,31 @@ namespace orca {
 
 class GrammarAutomaton final : public ByteAutomaton {
  public:
-  static constexpr int32_t kMaxStates = 20000;
+  static constexpr int32_t kMaxStates = 200000;
   static constexpr size_t kMaxDepth = 512;
   static constexpr size_t kMaxStacks = 1024;
   static constexpr size_t kMaxElements = 1 << 18;
 
-  static absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> Compile(std::string_view gbnf);
+  // `max_states` (tests): kMaxStates.
+  static absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> Compile(
+      std::string_view gbnf, int32_t max_states = kMaxStates);
   // Rules made by a program (json_schema.h); references to rules not among them and a
   // missing `root` are refused as the text's are.
-  static absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> Compile(const GbnfRules& rules);
+  static absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> Compile(
+      const GbnfRules& rules, int32_t max_states = kMaxStates);
 
   int32_t start() const override { return 0; }
   int32_t Next(int32_t state, uint8_t byte) const override;
   bool accepting(int32_t state) const override;
   bool has_next(int32_t state) const override;
-  // States made so far.
+  int32_t Walk(int32_t state, std::string_view bytes) const override;
+  void AllowTokens(int32_t state, const TokenVocabulary& vocab,
+                   std::vector<uint32_t>& mask) const override;
+  // States made so far, and whether they reached kMaxStates.
   int32_t num_states() const;
+  // The deepest stack of a state (0 for an unknown one): how near kMaxDepth it is.
+  size_t depth(int32_t state) const;
+  bool exhausted() const override { return num_states() >= max_states_; }
 
   // One element of the program.
   struct Element {
@@ -69,18 +81,23 @@ class GrammarAutomaton final : public ByteAutomaton {
 
  private:
   using Stack = std::vector<int32_t>;  // positions in program_, the top last
+  using Config = std::vector<Stack>;   // sorted; tops are byte sets, or empty
   struct State {
-    std::vector<Stack> stacks;  // sorted; tops are byte sets, or empty
+    Config stacks;
     bool accepting = false, has_next = false;
-    std::array<int32_t, 256> next;  // kUnknown until computed
+    absl::flat_hash_map<uint8_t, int32_t> next;  // Next's memo
   };
-  static constexpr int32_t kUnknown = -2;
 
   GrammarAutomaton() = default;
   // Expands every stack until its top is a byte set (or it is empty); sorted, unique.
-  std::vector<Stack> Close(std::vector<Stack> work) const;
-  int32_t Intern(std::vector<Stack> stacks) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Config Close(Config work) const;
+  // The configuration after reading `byte` (empty: none).
+  Config Step(const Config& from, uint8_t byte) const;
+  // A copy of a state's configuration (empty for an unknown state).
+  Config ConfigOf(int32_t state) const;
+  int32_t Intern(Config stacks) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  int32_t max_states_ = kMaxStates;
   std::vector<Element> program_;  // [0] the start: a reference to root, then an end
   std::vector<ByteSet> sets_;
   std::vector<std::vector<int32_t>> alternatives_;  // per rule: first positions

@@ -73,28 +73,24 @@ absl::StatusOr<std::shared_ptr<const TokenGuide>> TokenGuide::Create(
   return std::shared_ptr<const TokenGuide>(new TokenGuide(std::move(automaton), std::move(vocab)));
 }
 
-const std::vector<uint32_t>& TokenGuide::Mask(int32_t state) const {
-  absl::MutexLock lock(&mu_);
-  auto& slot = masks_[state];
-  if (slot) return *slot;
-  auto mask = std::make_unique<std::vector<uint32_t>>((vocab_->size() + 31) / 32, 0u);
-  // Depth-first over the trie, carrying the automaton's state at each node.
-  const auto& trie = vocab_->trie();
-  std::vector<std::pair<int32_t, int32_t>> stack = {{0, state}};
-  while (!stack.empty()) {
-    const auto [node, s] = stack.back();
-    stack.pop_back();
-    const TokenVocabulary::TrieNode& n = trie[static_cast<size_t>(node)];
-    if (node != 0) {
-      for (int32_t t : n.tokens) (*mask)[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
-    }
-    for (const auto& [byte, child] : n.children) {
-      const int32_t next = automaton_->Next(s, byte);
-      if (next != kDead) stack.emplace_back(child, next);
-    }
+void ByteAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
+                                std::vector<uint32_t>& mask) const {
+  MarkReachableTokens(
+      vocab, state, [&](int32_t s, uint8_t byte) { return Next(s, byte); }, mask);
+}
+
+std::shared_ptr<const std::vector<uint32_t>> TokenGuide::Mask(int32_t state) const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = masks_.find(state); it != masks_.end()) return it->second;
   }
-  slot = std::move(mask);
-  return *slot;
+  // Walked without the lock, so that requests at other states are not held up (two
+  // walks of one state may race: they find the same mask, and the first one is kept).
+  auto mask = std::make_shared<std::vector<uint32_t>>((vocab_->size() + 31) / 32, 0u);
+  automaton_->AllowTokens(state, *vocab_, *mask);
+  absl::MutexLock lock(&mu_);
+  if (masks_.size() >= kMaxMasks) masks_.clear();
+  return masks_.try_emplace(state, std::move(mask)).first->second;
 }
 
 int32_t TokenGuide::Next(int32_t state, int32_t token) const {
@@ -110,6 +106,10 @@ absl::StatusOr<std::shared_ptr<const TokenGuide>> GuideCache::Get(const std::str
     absl::MutexLock lock(&mu_);
     for (auto it = lru_.begin(); it != lru_.end(); ++it) {
       if (it->syntax != syntax || it->pattern != pattern) continue;
+      if (it->guide->exhausted()) {  // (its requests keep it; later ones get a fresh one)
+        lru_.erase(it);
+        break;
+      }
       lru_.splice(lru_.begin(), lru_, it);
       return lru_.front().guide;
     }

@@ -9,7 +9,7 @@
 // output so far; Mask(state) is computed the first time the state is reached, by one
 // walk of the trie that follows the automaton and drops every subtree it cannot
 // continue (O(trie nodes the pattern can reach), not O(vocabulary x token length)),
-// and kept. GuideCache compiles a pattern once and hands the same guide to every
+// and kept (up to kMaxMasks). GuideCache compiles a pattern once and hands the same guide to every
 // request that asks for it. All three are thread-safe.
 #pragma once
 
@@ -54,6 +54,28 @@ class TokenVocabulary {
   std::vector<TrieNode> trie_;  // [0] is the root (the empty string)
 };
 
+// Sets the mask bit of every token of `vocab` whose bytes lead from `start` through
+// `step(state, byte)` (kDead: no way on) without dying: a depth-first walk of the trie
+// that drops every subtree it cannot continue. What ByteAutomaton::AllowTokens does.
+template <typename Step>
+void MarkReachableTokens(const TokenVocabulary& vocab, int32_t start, Step step,
+                         std::vector<uint32_t>& mask) {
+  const auto& trie = vocab.trie();
+  std::vector<std::pair<int32_t, int32_t>> stack = {{0, start}};  // trie node, state
+  while (!stack.empty()) {
+    const auto [node, s] = stack.back();
+    stack.pop_back();
+    const TokenVocabulary::TrieNode& n = trie[static_cast<size_t>(node)];
+    if (node != 0) {
+      for (int32_t t : n.tokens) mask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
+    }
+    for (const auto& [byte, child] : n.children) {
+      const int32_t next = step(s, byte);
+      if (next != ByteAutomaton::kDead) stack.emplace_back(child, next);
+    }
+  }
+}
+
 class TokenGuide {
  public:
   static constexpr int32_t kDead = ByteAutomaton::kDead;
@@ -66,8 +88,9 @@ class TokenGuide {
   int32_t start() const { return automaton_->start(); }
   // The tokens allowed in `state` (each leads to a state from which a match is still
   // reachable), as bits: token t is allowed when mask[t / 32] >> (t % 32) & 1. Stop
-  // tokens are not included (the caller allows them where accepting(state)).
-  const std::vector<uint32_t>& Mask(int32_t state) const;
+  // tokens are not included (the caller allows them where accepting(state)). At most
+  // kMaxMasks are kept (then they are computed afresh).
+  std::shared_ptr<const std::vector<uint32_t>> Mask(int32_t state) const;
   // The state after `token` (kDead when the token is not allowed).
   int32_t Next(int32_t state, int32_t token) const;
   // Whether the output so far matches.
@@ -77,6 +100,11 @@ class TokenGuide {
     return automaton_->accepting(state) && !automaton_->has_next(state);
   }
   int32_t vocab_size() const { return vocab_->size(); }
+  // Whether the automaton can make no more states (a grammar's, after very many
+  // outputs): the cache then compiles a fresh guide for later requests.
+  bool exhausted() const { return automaton_->exhausted(); }
+
+  static constexpr size_t kMaxMasks = 4096;
 
  private:
   TokenGuide(std::unique_ptr<const ByteAutomaton> automaton,
@@ -86,8 +114,8 @@ class TokenGuide {
   const std::unique_ptr<const ByteAutomaton> automaton_;
   const std::shared_ptr<const TokenVocabulary> vocab_;
   mutable absl::Mutex mu_;
-  // Computed masks by state; a mask, once built, never moves (unique_ptr) or changes.
-  mutable absl::flat_hash_map<int32_t, std::unique_ptr<std::vector<uint32_t>>> masks_
+  // Computed masks by state (cleared when kMaxMasks are held; callers keep theirs).
+  mutable absl::flat_hash_map<int32_t, std::shared_ptr<const std::vector<uint32_t>>> masks_
       ABSL_GUARDED_BY(mu_);
 };
 

@@ -236,7 +236,7 @@ void IterationScheduler::AddToBatch(Request& r, int32_t n, ScheduledBatch& batch
     s.banned_token_ids = r.stop_token_ids;
   }
   if (s.sample && r.guide) {
-    s.allowed_token_mask = r.guide->Mask(r.guide_state);
+    s.allowed_token_mask = *r.guide->Mask(r.guide_state);
     // Stop tokens end the output where it already matches.
     if (r.guide->accepting(r.guide_state)) {
       for (int32_t t : r.stop_token_ids) {
@@ -454,7 +454,7 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
       guide_done = r->guide_state != TokenGuide::kDead && r->guide->complete(r->guide_state);
       // (Where the output matches, a stop token may still end it.)
       guide_stuck = r->guide_state == TokenGuide::kDead ||
-                    (!guide_done && IsEmptyMask(r->guide->Mask(r->guide_state)) &&
+                    (!guide_done && IsEmptyMask(*r->guide->Mask(r->guide_state)) &&
                      (!r->guide->accepting(r->guide_state) || r->stop_token_ids.empty()));
     }
     if (guide_stuck) {

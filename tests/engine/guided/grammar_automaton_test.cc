@@ -123,6 +123,23 @@ TEST(GrammarAutomatonTest, ErrorsNameTheProblemAndWhere) {
       << r.status().message();
 }
 
+// A token mask's walk makes no states; the states outputs reach are capped, and a
+// guide at its cap says so (the guide cache then compiles a fresh one).
+TEST(GrammarAutomatonTest, StatesAreMadeWhereOutputsGoAndCapped) {
+  auto g = *GrammarAutomaton::Compile(R"g(root ::= "(" root ")" | [a-z]+)g", /*max_states=*/8);
+  EXPECT_EQ(g->num_states(), 1);
+  const int32_t a = g->Walk(g->start(), "((ab");
+  ASSERT_NE(a, ByteAutomaton::kDead);
+  EXPECT_EQ(g->num_states(), 2);  // only where the walk ended
+  EXPECT_FALSE(g->exhausted());
+  int32_t s = g->start();
+  for (int i = 0; i < 10 && s != ByteAutomaton::kDead; ++i) s = g->Walk(s, "(");
+  EXPECT_EQ(s, ByteAutomaton::kDead);  // the ninth state is not made
+  EXPECT_TRUE(g->exhausted());
+  EXPECT_EQ(g->num_states(), 8);
+  EXPECT_EQ(g->Walk(g->start(), "((ab"), a) << "known states still work";
+}
+
 TEST(GrammarAutomatonTest, CyclesThatReadNothingAndDeadBranchesAreHarmless) {
   // Tail-call cycles (a -> root -> a) and a repetition of something that may be empty
   // read nothing and push nothing: accepted, and they end.

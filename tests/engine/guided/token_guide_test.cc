@@ -54,7 +54,8 @@ TEST(TokenGuideTest, MasksEqualABruteForceCheckOfEveryToken) {
     int32_t state = (*guide)->start();
     std::string out;
     while (!(*guide)->complete(state)) {
-      const std::vector<uint32_t>& mask = (*guide)->Mask(state);
+      const auto held = (*guide)->Mask(state);
+      const std::vector<uint32_t>& mask = *held;
       std::vector<int32_t> allowed;
       for (int32_t t = 0; t < vocab->size(); ++t) {
         // Allowed exactly when out + bytes is a prefix of some choice.
@@ -112,7 +113,8 @@ TEST(TokenGuideTest, GrammarMasksEqualACountingCheckOfEveryToken) {
     std::string out;
     // Prefers '(' while short, so walks nest deeply; then closes.
     for (int step = 0; step < 60; ++step) {
-      const std::vector<uint32_t>& mask = (*guide)->Mask(state);
+      const auto held = (*guide)->Mask(state);
+      const std::vector<uint32_t>& mask = *held;
       std::vector<int32_t> allowed, opening;
       for (int32_t t = 0; t < vocab->size(); ++t) {
         const bool ok = !vocab->bytes(t).empty() && ParenPrefix(out + vocab->bytes(t));
