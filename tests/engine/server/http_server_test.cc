@@ -395,7 +395,8 @@ TEST_F(HttpServerTest, GuidedDecodingFieldsAndTheirErrors) {
   ASSERT_TRUE(sum);
   ASSERT_EQ(sum->status, 200) << sum->body;
   const std::regex sentence(R"( (?:[1-9][0-9]?|\( .*\))(?: \+ (?:[1-9][0-9]?|\( .*\))){1,3})");
-  for (const json& c : json::parse(sum->body)["choices"]) {
+  const json sums = json::parse(sum->body);  // (the loop must not range over a temporary's member)
+  for (const json& c : sums["choices"]) {
     EXPECT_EQ(c["finish_reason"], "stop") << c.dump();
     EXPECT_TRUE(std::regex_match(c["text"].get<std::string>(), sentence)) << c.dump();
   }
