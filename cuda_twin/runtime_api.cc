@@ -22,6 +22,15 @@
 #include "cuda_twin/streams.h"
 #include "cuda_twin/twin_config.h"
 
+// A captured graph and its executable form: the work recorded from the stream, in order
+// (the twin captures one stream, so a graph is a chain).
+struct CUgraph_st {
+  std::vector<orca::cuda_twin::DeviceWork> work;
+};
+struct CUgraphExec_st {
+  std::vector<orca::cuda_twin::DeviceWork> work;
+};
+
 namespace orca::cuda_twin {
 namespace {
 
@@ -61,6 +70,11 @@ cudaError_t Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, 
       (s != Where::kDevice && PartlyDevice(src, bytes))) {
     Report(call, "a range runs past the end of its device allocation");
     return cudaErrorInvalidValue;
+  }
+  // A graph replays a copy later: pageable host memory cannot be captured.
+  if (!synchronous && IsCapturing(stream) && (d == Where::kPageable || s == Where::kPageable)) {
+    Report(call, "a copy to or from pageable host memory while the stream captures");
+    return RefuseInCapture(stream);
   }
   const bool dst_device = d == Where::kDevice, src_device = s == Where::kDevice;
   bool ok = true;
@@ -359,6 +373,61 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   if (flags != 0 && flags != cudaEventWaitDefault) return Fail(cudaErrorInvalidValue);
   return Fail(StreamWaitEvent(stream, event));
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+      mode != cudaStreamCaptureModeRelaxed) {
+    return Fail(cudaErrorInvalidValue);
+  }
+  return Fail(BeginCapture(stream));
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  if (graph == nullptr) return Fail(cudaErrorInvalidValue);
+  auto g = std::make_unique<CUgraph_st>();
+  if (cudaError_t e = EndCapture(stream, &g->work); e != cudaSuccess) return Fail(e);
+  *graph = g.release();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
+  if (status == nullptr) return Fail(cudaErrorInvalidValue);
+  *status = IsCapturing(stream) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags) {
+  if (exec == nullptr || graph == nullptr || flags != 0) return Fail(cudaErrorInvalidValue);
+  auto e = std::make_unique<CUgraphExec_st>();
+  e->work = graph->work;
+  *exec = e.release();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (exec == nullptr) return Fail(cudaErrorInvalidValue);
+  if (IsCapturing(stream)) return Fail(RefuseInCapture(stream));
+  // One item runs the graph's work in order, as its single chain of nodes does.
+  return Fail(Enqueue(stream, [work = exec->work]() {
+    cudaError_t first = cudaSuccess;
+    for (const auto& w : work) {
+      const cudaError_t e = w ? w() : cudaSuccess;
+      if (e != cudaSuccess && first == cudaSuccess) first = e;
+    }
+    return first;
+  }));
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace orca::cuda_twin {
 
@@ -39,6 +40,16 @@ cudaError_t SynchronizeEvent(cudaEvent_t event);
 cudaError_t QueryEvent(cudaEvent_t event);
 cudaError_t EventElapsedMs(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t StreamWaitEvent(cudaStream_t stream, cudaEvent_t event);
+
+// Stream capture: BeginCapture starts recording what is enqueued on `stream` (not the
+// legacy stream); EndCapture stops and hands the recording over
+// (cudaErrorStreamCaptureInvalidated when the stream was synchronised meanwhile, which
+// fails with cudaErrorStreamCaptureUnsupported as on a GPU).
+cudaError_t BeginCapture(cudaStream_t stream);
+cudaError_t EndCapture(cudaStream_t stream, std::vector<std::function<cudaError_t()>>* work);
+bool IsCapturing(cudaStream_t stream);
+// Invalidates `stream`'s capture; returns cudaErrorStreamCaptureUnsupported.
+cudaError_t RefuseInCapture(cudaStream_t stream);
 
 // Enqueues `work` and waits for it (synchronous runtime calls).
 cudaError_t RunAndWait(cudaStream_t stream, std::function<cudaError_t()> work);

@@ -48,11 +48,39 @@ class Stream : public std::enable_shared_from_this<Stream> {
   bool blocking() const { return blocking_; }
   bool legacy() const { return legacy_; }
 
-  // Appends an item; returns its sequence number (1-based).
+  // Appends an item; returns its sequence number (1-based). While the stream captures,
+  // the item's work is recorded instead (and the number is the last one queued).
   uint64_t Push(Item item) {
     absl::MutexLock lock(&mu_);
+    if (capture_ != nullptr) {
+      capture_->push_back(std::move(item.work));
+      return enqueued_;
+    }
     queue_.push_back(std::move(item));
     return ++enqueued_;
+  }
+  // Stream capture (cudaStreamBeginCapture .. EndCapture): false when already capturing.
+  bool BeginCapture() {
+    absl::MutexLock lock(&mu_);
+    if (capture_ != nullptr) return false;
+    capture_ = std::make_unique<std::vector<DeviceWork>>();
+    capture_invalid_ = false;
+    return true;
+  }
+  // The recorded work (null when not capturing); `invalid` when a call the capture
+  // cannot hold (a synchronisation) was made meanwhile.
+  std::unique_ptr<std::vector<DeviceWork>> EndCapture(bool* invalid) {
+    absl::MutexLock lock(&mu_);
+    *invalid = capture_invalid_;
+    return std::move(capture_);
+  }
+  bool capturing() {
+    absl::MutexLock lock(&mu_);
+    return capture_ != nullptr;
+  }
+  void InvalidateCapture() {
+    absl::MutexLock lock(&mu_);
+    capture_invalid_ = true;
   }
   uint64_t enqueued() {
     absl::MutexLock lock(&mu_);
@@ -117,6 +145,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
   uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
   cudaError_t error_ ABSL_GUARDED_BY(mu_) = cudaSuccess;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<std::vector<DeviceWork>> capture_ ABSL_GUARDED_BY(mu_);
+  bool capture_invalid_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // One recording of an event: the point it marks and when the device reached it.
@@ -267,6 +297,35 @@ cudaError_t Enqueue(cudaStream_t stream, DeviceWork work) {
   return cudaSuccess;
 }
 
+cudaError_t BeginCapture(cudaStream_t stream) {
+  std::shared_ptr<Stream> s = AllStreams().Resolve(stream);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  if (s->legacy()) return cudaErrorStreamCaptureUnsupported;
+  return s->BeginCapture() ? cudaSuccess : cudaErrorIllegalState;
+}
+
+cudaError_t EndCapture(cudaStream_t stream, std::vector<DeviceWork>* work) {
+  std::shared_ptr<Stream> s = AllStreams().Resolve(stream);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  bool invalid = false;
+  std::unique_ptr<std::vector<DeviceWork>> recorded = s->EndCapture(&invalid);
+  if (recorded == nullptr) return cudaErrorIllegalState;
+  if (invalid) return cudaErrorStreamCaptureInvalidated;
+  *work = std::move(*recorded);
+  return cudaSuccess;
+}
+
+bool IsCapturing(cudaStream_t stream) {
+  std::shared_ptr<Stream> s = AllStreams().Resolve(stream);
+  return s != nullptr && s->capturing();
+}
+
+cudaError_t RefuseInCapture(cudaStream_t stream) {
+  std::shared_ptr<Stream> s = AllStreams().Resolve(stream);
+  if (s != nullptr) s->InvalidateCapture();
+  return cudaErrorStreamCaptureUnsupported;
+}
+
 int CurrentDevice() { return tls_device; }
 
 int StreamDevice(cudaStream_t stream) {
@@ -287,6 +346,10 @@ void SetCurrentDevice(int device) { tls_device = device; }
 cudaError_t SynchronizeStream(cudaStream_t stream) {
   std::shared_ptr<Stream> s = AllStreams().Resolve(stream);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  if (s->capturing()) {  // as CUDA: not allowed, and the capture is lost
+    s->InvalidateCapture();
+    return cudaErrorStreamCaptureUnsupported;
+  }
   s->WaitFor(s->enqueued());
   return s->TakeError();
 }

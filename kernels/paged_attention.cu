@@ -165,24 +165,33 @@ __host__ __device__ inline ChunkLayout LayoutFor(int32_t num_pairs, int32_t d, b
 
 // Copies keys [base, base + keys) of the chunk, the head_dim elements at `row_s[key]` of
 // `cache`, into `buf` as float (zeros past key_end, so no poison reaches an FMA). vec4:
-// float caches only.
+// 16-byte loads and float4 stores (float caches: 4 elements; 16-bit caches: 8, widened),
+// where head_dim and the cache allow them (VectorLoads).
 template <typename T>
 __device__ inline void LoadChunkOf(const T* __restrict__ cache, const long long* row_s,
                                    int32_t base, int32_t keys, int32_t key_end, int32_t d,
                                    bool vec4, int32_t stride, float* buf) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (vec4) {
-      const int32_t d4 = d >> 2;
-      for (int32_t idx = threadIdx.x; idx < keys * d4; idx += kThreads) {
-        const int32_t key = idx / d4, c = (idx - key * d4) * 4;
+  if (vec4) {
+    constexpr int32_t kPer = 16 / sizeof(T);  // elements per 16-byte load
+    const int32_t dv = d / kPer;
+    for (int32_t idx = threadIdx.x; idx < keys * dv; idx += kThreads) {
+      const int32_t key = idx / dv, c = (idx - key * dv) * kPer;
+      float4* out = reinterpret_cast<float4*>(buf + key * stride + c);
+      if constexpr (std::is_same_v<T, float>) {
         float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (base + key < key_end) {
-          v = *reinterpret_cast<const float4*>(cache + row_s[key] + c);
-        }
-        *reinterpret_cast<float4*>(buf + key * stride + c) = v;
+        if (base + key < key_end) v = *reinterpret_cast<const float4*>(cache + row_s[key] + c);
+        out[0] = v;
+      } else {
+        uint4 raw = make_uint4(0u, 0u, 0u, 0u);  // 16-bit zeros are 0.0
+        if (base + key < key_end) raw = *reinterpret_cast<const uint4*>(cache + row_s[key] + c);
+        const T* e = reinterpret_cast<const T*>(&raw);
+        out[0] = make_float4(internal::ToFloat(e[0]), internal::ToFloat(e[1]),
+                             internal::ToFloat(e[2]), internal::ToFloat(e[3]));
+        out[1] = make_float4(internal::ToFloat(e[4]), internal::ToFloat(e[5]),
+                             internal::ToFloat(e[6]), internal::ToFloat(e[7]));
       }
-      return;
     }
+    return;
   }
   for (int32_t idx = threadIdx.x; idx < keys * d; idx += kThreads) {
     const int32_t key = idx / d, c = idx - key * d;
@@ -196,15 +205,24 @@ __device__ inline void LoadChunk(const void* cache, ScalarType type, const long 
                                  int32_t stride, float* buf) {
   switch (type) {
     case ScalarType::kF16:
-      return LoadChunkOf(static_cast<const __half*>(cache), row_s, base, keys, key_end, d, false,
+      return LoadChunkOf(static_cast<const __half*>(cache), row_s, base, keys, key_end, d, vec4,
                          stride, buf);
     case ScalarType::kBF16:
       return LoadChunkOf(static_cast<const __nv_bfloat16*>(cache), row_s, base, keys, key_end, d,
-                         false, stride, buf);
+                         vec4, stride, buf);
     default:
       return LoadChunkOf(static_cast<const float*>(cache), row_s, base, keys, key_end, d, vec4,
                          stride, buf);
   }
+}
+
+// Whether a chunk is copied with 16-byte loads (and kept in the float4 layout): head_dim
+// a whole number of loads (4 floats or 8 16-bit elements) and 16-byte aligned caches, so
+// every row (a multiple of head_dim elements from the start) is aligned too.
+__device__ inline bool VectorLoads(const PagedAttentionParams& p) {
+  const int32_t per = p.kv_type == ScalarType::kF32 ? 4 : 8;
+  return p.head_dim % per == 0 && (reinterpret_cast<uintptr_t>(p.k_cache) & 15) == 0 &&
+         (reinterpret_cast<uintptr_t>(p.v_cache) & 15) == 0;
 }
 
 // kEpl: output columns per lane (head_dim <= 32 * kEpl); kPpw: (row, head) pairs per
@@ -249,9 +267,7 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t heads = min(heads_per_block, group - head_off);
   const int32_t num_pairs = rows * heads;  // (row, head) pairs, 1 .. kWarps * kPpw
 
-  const bool vec4 = p.kv_type == ScalarType::kF32 && (d & 3) == 0 &&
-                    (reinterpret_cast<uintptr_t>(p.k_cache) & 15) == 0 &&
-                    (reinterpret_cast<uintptr_t>(p.v_cache) & 15) == 0;
+  const bool vec4 = VectorLoads(p);
   // smem_floats: what follows the per-warp probability rows.
   const ChunkLayout layout = LayoutFor(num_pairs, d, vec4, smem_floats);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;

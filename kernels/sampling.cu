@@ -1,3 +1,4 @@
+#include <cfloat>
 #include <climits>
 #include <cmath>
 
@@ -10,6 +11,16 @@ namespace {
 using internal::kFullMask;
 
 constexpr int kThreads = 256;
+
+// Token i's logit as the host's sampler sees it: NaN is never chosen (-inf), +inf is
+// the largest float (SanitizeLogits), and a token the row's mask does not allow is -inf.
+__device__ __forceinline__ float Logit(const float* __restrict__ x,
+                                       const uint32_t* __restrict__ mask, int32_t i) {
+  if (mask != nullptr && ((mask[i >> 5] >> (i & 31)) & 1u) == 0) return -INFINITY;
+  const float v = x[i];
+  if (v != v) return -INFINITY;  // NaN
+  return v == INFINITY ? FLT_MAX : v;
+}
 
 // Candidate order: larger logit first, then smaller index (the host's comparator).
 __device__ __forceinline__ bool Before(float v, int32_t i, float bv, int32_t bi) {
@@ -44,9 +55,96 @@ __device__ void BlockBest(float& v, int32_t& i, float* sv, int32_t* si) {
   }
 }
 
+// The row's best token (first maximal logit, as the host's Argmax) and its logit, to
+// every thread; bi is INT_MAX only for an empty row.
+__device__ void RowBest(const float* __restrict__ x, const uint32_t* __restrict__ mask, int32_t n,
+                        float* sv, int32_t* si, float& bv, int32_t& bi) {
+  bv = -INFINITY;
+  bi = INT_MAX;
+  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = Logit(x, mask, i);
+    if (Before(v, i, bv, bi)) {
+      bv = v;
+      bi = i;
+    }
+  }
+  BlockBest(bv, bi, sv, si);
+}
+
+// No truncation: the host's draw over the whole vocabulary in id order. Weights
+// exp((x - top) / T) in double; each thread sums a contiguous slice, a scan of the
+// slice sums finds the slice where the cumulative weight passes u x total, and that
+// slice's thread walks it: the first token whose cumulative weight exceeds the draw
+// (past the end by rounding: the last token of positive weight). Sums run in another
+// order than the host's single pass, so the two can differ only for a draw within
+// rounding (~1e-16 of the total) of a boundary.
+__device__ void DrawInIdOrder(const float* __restrict__ x, const uint32_t* __restrict__ mask,
+                              int32_t n, const DeviceSamplingParams& p, float* sv, int32_t* si,
+                              int32_t* token) {
+  __shared__ double slice_sum[kThreads];
+  __shared__ int32_t last_positive[kThreads];
+  float bv;
+  int32_t bi;
+  RowBest(x, mask, n, sv, si, bv, bi);
+  if (bi == INT_MAX || bv == -INFINITY) {  // every token banned or NaN: the host's argmax
+    if (threadIdx.x == 0) *token = bi == INT_MAX ? 0 : bi;
+    return;
+  }
+  const double top = bv;
+  const int32_t per = (n + kThreads - 1) / kThreads;
+  const int32_t begin = min(n, static_cast<int32_t>(threadIdx.x) * per);
+  const int32_t end = min(n, begin + per);
+  double sum = 0.0;
+  int32_t last = -1;
+  for (int32_t i = begin; i < end; ++i) {
+    const double w = exp((static_cast<double>(Logit(x, mask, i)) - top) / p.temperature);
+    if (w > 0.0) last = i;
+    sum += w;
+  }
+  slice_sum[threadIdx.x] = sum;
+  last_positive[threadIdx.x] = last;
+  __syncthreads();
+  __shared__ int32_t chosen_slice;
+  __shared__ double slice_start;
+  __shared__ double draw_target;
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int t = 0; t < kThreads; ++t) total += slice_sum[t];
+    const double target = p.uniform * total;
+    // The last slice of positive weight that starts at or below the target.
+    double start = 0.0, chosen_start = 0.0;
+    int32_t chosen = -1;
+    for (int t = 0; t < kThreads; ++t) {
+      if (slice_sum[t] > 0.0 && start <= target) {
+        chosen = t;
+        chosen_start = start;
+      }
+      start += slice_sum[t];
+    }
+    chosen_slice = chosen;
+    slice_start = chosen_start;
+    draw_target = target;
+  }
+  __syncthreads();
+  if (static_cast<int32_t>(threadIdx.x) != chosen_slice) return;
+  const double target = draw_target;
+  double cum = slice_start;
+  for (int32_t i = begin; i < end; ++i) {
+    const double w = exp((static_cast<double>(Logit(x, mask, i)) - top) / p.temperature);
+    if (w <= 0.0) continue;
+    cum += w;
+    if (target < cum) {
+      *token = i;
+      return;
+    }
+  }
+  *token = last_positive[threadIdx.x];
+}
+
 __global__ void __launch_bounds__(kThreads)
     SampleKernel(const float* __restrict__ logits, int64_t ld, int64_t vocab,
-                 const DeviceSamplingParams* __restrict__ params, int32_t* __restrict__ tokens) {
+                 const DeviceSamplingParams* __restrict__ params,
+                 const uint32_t* __restrict__ masks, int32_t* __restrict__ tokens) {
   __shared__ float sv[32];
   __shared__ int32_t si[32];
   __shared__ float cand_val[kMaxSampleCandidates];
@@ -57,18 +155,18 @@ __global__ void __launch_bounds__(kThreads)
   const float* x = logits + row * ld;
   const DeviceSamplingParams p = params[row];
   const int32_t n = static_cast<int32_t>(vocab);
+  const uint32_t* mask =
+      p.mask_row >= 0 && masks != nullptr ? masks + p.mask_row * ((vocab + 31) / 32) : nullptr;
 
   if (p.temperature < 1e-5f) {
-    float bv = -INFINITY;
-    int32_t bi = INT_MAX;
-    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      if (Before(x[i], i, bv, bi)) {
-        bv = x[i];
-        bi = i;
-      }
-    }
-    BlockBest(bv, bi, sv, si);
+    float bv;
+    int32_t bi;
+    RowBest(x, mask, n, sv, si, bv, bi);
     if (threadIdx.x == 0) tokens[row] = bi == INT_MAX ? 0 : bi;
+    return;
+  }
+  if ((p.top_k <= 0 || p.top_k >= n) && p.top_p >= 1.0f && p.min_p <= 0.0f) {
+    DrawInIdOrder(x, mask, n, p, sv, si, tokens + row);
     return;
   }
 
@@ -82,7 +180,7 @@ __global__ void __launch_bounds__(kThreads)
     float bv = -INFINITY;
     int32_t bi = INT_MAX;
     for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const float v = x[i];
+      const float v = Logit(x, mask, i);
       const bool below_prev = v < prev_v || (v == prev_v && i > prev_i);
       if (below_prev && Before(v, i, bv, bi)) {
         bv = v;
@@ -101,6 +199,10 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x != 0) return;
   if (found == 0) {
     tokens[row] = 0;
+    return;
+  }
+  if (cand_val[0] == -INFINITY) {  // every token masked or NaN: the host's argmax
+    tokens[row] = cand_idx[0];
     return;
   }
 
@@ -146,11 +248,12 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 cudaError_t LaunchSample(const float* logits, int64_t ld, int64_t rows, int64_t vocab,
-                         const DeviceSamplingParams* params, int32_t* tokens, cudaStream_t stream) {
+                         const DeviceSamplingParams* params, const uint32_t* masks, int32_t* tokens,
+                         cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (rows < 0 || rows > INT32_MAX || vocab <= 0 || vocab > INT32_MAX) return cudaErrorInvalidValue;
   SampleKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params,
-                                                                     tokens);
+                                                                     masks, tokens);
   return cudaGetLastError();
 }
 

@@ -1,8 +1,13 @@
-// Token sampling on the device: greedy, and top-k / top-p / min-p at a temperature,
-// choosing exactly the token the host sampler (engine/runner/sampler.h) chooses for
-// the same logits and uniform draw whenever the host keeps at most
-// kMaxSampleCandidates candidates (greedy, or top_k in [1, kMaxSampleCandidates]).
-// Penalties, bans and logprobs stay on the host.
+// Token sampling on the device, choosing the token the host sampler
+// (engine/runner/sampler.h) chooses for the same logits and uniform draw: greedy;
+// top-k (with top-p / min-p) at a temperature when top_k is in [1,
+// kMaxSampleCandidates]; and the whole vocabulary in id order when nothing truncates
+// (top_k 0, top_p 1, min_p 0; sums in another order than the host's, so a draw within
+// ~1e-16 of a boundary may differ). NaN logits are never chosen and +inf counts as the
+// largest float, as on the host. A row may carry a token mask (guided decoding, bans):
+// tokens whose bit is clear count as -inf, as the host's ApplyPenalties makes them.
+// Penalties, logit bias and logprobs stay on the host; so does top-p or min-p without
+// top-k.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,16 +21,23 @@ constexpr int32_t kMaxSampleCandidates = 1024;
 // Per-row parameters, as SamplingParams; same layout on host and device.
 struct DeviceSamplingParams {
   float temperature = 0.0f;  // below 1e-5: greedy
-  int32_t top_k = 0;         // 0 or above kMaxSampleCandidates: kMaxSampleCandidates
+  int32_t top_k = 0;  // 0: none (the id-order draw, or kMaxSampleCandidates with top-p / min-p)
   float top_p = 1.0f;
   float min_p = 0.0f;
-  double uniform = 0.0;  // the draw in [0, 1): SeededUniform(seed, output_index)
+  double uniform = 0.0;   // the draw in [0, 1): SeededUniform(seed, output_index)
+  int32_t mask_row = -1;  // row of `masks` allowing tokens (bit t % 32 of word t / 32); -1: all
 };
 
+// 32-bit words of one row of token masks (host code; the kernel computes the same).
+constexpr int64_t MaskWords(int64_t vocab) { return (vocab + 31) / 32; }
+
 // For each of `rows` rows of `logits` ([rows, vocab], rows `ld` floats apart) writes
-// the sampled token id to tokens[row]. `params` is a device array of `rows` entries.
-// Greedy picks the first maximal logit. Returns the launch error, if any.
+// the sampled token id to tokens[row]. `params` is a device array of `rows` entries;
+// `masks` (device, MaskWords(vocab) words per mask row; null when no row has one) the
+// rows params[].mask_row index. Greedy picks the first maximal logit. Returns the
+// launch error, if any.
 cudaError_t LaunchSample(const float* logits, int64_t ld, int64_t rows, int64_t vocab,
-                         const DeviceSamplingParams* params, int32_t* tokens, cudaStream_t stream);
+                         const DeviceSamplingParams* params, const uint32_t* masks, int32_t* tokens,
+                         cudaStream_t stream);
 
 }  // namespace orca::kernels

@@ -3,9 +3,11 @@
 # GPU it builds orca with CUDA for that GPU (or takes binaries built elsewhere), then
 #   1. runs every `gpu` test for real (ORCA_REQUIRE_GPU=1: a skip is a failure),
 #   2. compares `orca generate` on stories260K, --device cuda against --device cpu,
-#   3. runs orca-bench-kernels (measured peaks, kernels, whole llama-1B BF16 iterations),
+#   3. runs orca-bench-kernels (measured peaks, kernels, whole llama-1B BF16 iterations;
+#      then iterations over each KV cache dtype, sampling on the device and the host),
 #   4. serves a random llama-1B BF16 with `orca serve --device cuda` and runs an
-#      `orca bench serve` closed-loop sweep against it,
+#      `orca bench serve` closed-loop sweep against it (greedy), then at temperature 1
+#      over float32 and float16 KV caches, and with tokens drawn on the host,
 #   5. runs the gpu tests under compute-sanitizer (memcheck, and racecheck on attention).
 # Every step has its own time limit, so a slow or hung step costs only its share; the
 # figures and logs go to --out (summary.txt first). Record them in docs/cuda.md.
@@ -158,27 +160,47 @@ if [ "$device" = cuda ]; then
   step "orca-bench-kernels" 150 "$out/bench.log" bash -c \
     "'$bench_kernels' --reps $reps --decode-batches $batches --model-dir '$model' \
      >'$out/bench-kernels.json'"
+  # Whole iterations over float32, float16 and bfloat16 KV caches, tokens drawn on the
+  # device and on the host.
+  step "orca-bench-kernels KV dtypes x sampling" 200 "$out/bench.log" bash -c \
+    "'$bench_kernels' --reps $reps --decode-batches 1,16,64,256 --prefill-lens 512,2048 \
+     --kv-cache-dtypes float32,float16,bfloat16 --sampling device,host --tokens 1 \
+     --model-dir '$model' >'$out/bench-kv-sampling.json'"
 fi
 
 # --- 4. orca serve --device cuda + orca bench serve -------------------------------------
-port=18437
-"$orca" serve --model "$model" --device "$device" --host 127.0.0.1 --port $port \
-  --grpc-port -1 --max-batch-size 256 >>"$out/bench.log" 2>&1 &
-serve_pid=$!
-for _ in $(seq 1 120); do
-  python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/ready', timeout=2)" \
-    2>/dev/null && break
-  sleep 1
-done
 sweep=1,8,32,128 requests=128 output=128
 [ $quick = 1 ] && sweep=1,8,32 requests=32 output=64
 [ "$device" = cpu ] && sweep=1,4 requests=4
-step "orca bench serve (fixed 128/$output, $sweep)" 150 "$out/bench.log" \
-  "$orca" bench serve --url "http://127.0.0.1:$port" --trace fixed --input-len 128 \
-  --output-len $output --num-requests $requests --sweep-concurrency $sweep --cooldown 0 \
-  --out "$out/bench-serve.json" --plot "$out/bench-serve.png"
-kill -TERM $serve_pid 2>/dev/null
-wait $serve_pid 2>/dev/null
+port=18437
+# serve_sweep NAME TEMPERATURE SERVE-FLAGS...: one server, one closed-loop sweep, its
+# figures in bench-serve-NAME.{json,png}.
+serve_sweep() {
+  local name=$1 temperature=$2
+  shift 2
+  "$orca" serve --model "$model" --device "$device" --host 127.0.0.1 --port $port \
+    --grpc-port -1 --max-batch-size 256 "$@" >>"$out/bench.log" 2>&1 &
+  local serve_pid=$!
+  for _ in $(seq 1 120); do
+    python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/ready', timeout=2)" \
+      2>/dev/null && break
+    sleep 1
+  done
+  step "orca bench serve $name (128/$output, $sweep)" 150 "$out/bench.log" \
+    "$orca" bench serve --url "http://127.0.0.1:$port" --trace fixed --input-len 128 \
+    --output-len $output --num-requests $requests --sweep-concurrency $sweep --cooldown 0 \
+    --temperature "$temperature" --out "$out/bench-serve-$name.json" \
+    --plot "$out/bench-serve-$name.png"
+  kill -TERM $serve_pid 2>/dev/null
+  wait $serve_pid 2>/dev/null
+}
+serve_sweep default 0
+if [ "$device" = cuda ]; then
+  # 16-bit KV caches and where tokens are drawn, at temperature 1 (OpenAI's default).
+  serve_sweep t1-kv-float32 1 --kv-cache-dtype float32
+  serve_sweep t1-kv-float16 1 --kv-cache-dtype float16
+  serve_sweep t1-kv-float16-host-sampling 1 --kv-cache-dtype float16 --no-device-sampling
+fi
 rm -rf "$(dirname "$model")"
 
 # --- 5. compute-sanitizer ---------------------------------------------------------------

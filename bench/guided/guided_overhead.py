@@ -6,7 +6,7 @@ pass over the vocabulary; the automaton's masks are built on the warm-up request
 
 usage: guided_overhead.py --orca BIN --model DIR [--concurrency 1,32] [--tokens 64]
                           [--rounds 2] [--schema | --grammar] --out result.json
-                          [--png plot.png]
+                          [--png plot.png] [--serve-args "--device cuda ..."]
 
 Starts `orca serve` on a free port, then per concurrency level runs rounds of
 (unconstrained, guided) batches of `concurrency` requests of --tokens tokens each
@@ -77,6 +77,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", required=True)
     ap.add_argument("--png")
+    ap.add_argument("--serve-args", default="",
+                    help="more orca serve flags, e.g. '--device cuda --no-device-sampling'")
     ap.add_argument("--schema", action="store_true",
                     help="guide with a realistic JSON schema (title/mood/story) instead")
     ap.add_argument("--grammar", action="store_true",
@@ -89,7 +91,7 @@ def main():
     levels = [int(c) for c in a.concurrency.split(",")]
     server = subprocess.Popen([a.orca, "serve", "--model", a.model, "--host", "127.0.0.1",
                                "--port", "0", "--grpc-port", "0",
-                               "--max-batch-size", str(max(levels))],
+                               "--max-batch-size", str(max(levels)), *a.serve_args.split()],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         base = None
@@ -123,6 +125,7 @@ def main():
         server.terminate()
         server.wait()
     doc = {"cpu": cpu_model(), "model": a.model, "tokens": a.tokens,
+           "serve_args": a.serve_args,
            "guide": guide,
            "results": results}
     with open(a.out, "w") as f:

@@ -9,6 +9,8 @@
 // Usage: orca-bench-kernels [--device 0] [--model-dir DIR] [--reps 20]
 //                           [--decode-batches 1,8,32,64,128,256] [--context 512]
 //                           [--prefill-lens 128,512,2048] [--tokens 1,16,128,1024]
+//                           [--kv-cache-dtypes float32,float16,bfloat16]
+//                           [--sampling device,host] [--graphs on,off]
 //                           [--skip-iterations]
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -30,6 +32,7 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/cuda_status.h"
 #include "engine/common/status_macros.h"
+#include "engine/config/engine_config.h"
 #include "engine/model/random_checkpoint.h"
 #include "engine/runner/model_runner.h"
 #include "nlohmann/json.hpp"
@@ -248,10 +251,19 @@ class KernelBench {
 
 // Whole iterations through ModelRunner; the KV contents are whatever the pool holds
 // (timing does not depend on them).
+// Each iteration runs as serving runs it (ModelRunner::Execute: forward pass and
+// sampling at temperature 1 with no truncation), over a KV cache of `kv_dtype`, its
+// tokens drawn on the device or, with `host_sampling`, on the host (on every core);
+// decodes replayed from CUDA graphs or, without `graphs`, launched op by op.
 absl::StatusOr<json> RunIterations(CudaBackend& b, const std::string& model_dir, const Peak& peak,
                                    int reps, const std::vector<int64_t>& decode_batches,
-                                   int32_t context, const std::vector<int64_t>& prefill_lens) {
+                                   int32_t context, const std::vector<int64_t>& prefill_lens,
+                                   DType kv_dtype, bool host_sampling, bool graphs) {
   ModelRunnerOptions opts;
+  opts.graphs = graphs;
+  opts.kv_cache_dtype = kv_dtype;
+  opts.sample_on_backend = !host_sampling;
+  opts.sampler_threads = 0;  // every core, as serving samples on the host
   opts.block_size = 16;
   int64_t blocks = 0;
   for (int64_t bs : decode_batches) blocks = std::max<int64_t>(blocks, bs * ((context + 15) / 16));
@@ -276,9 +288,9 @@ absl::StatusOr<json> RunIterations(CudaBackend& b, const std::string& model_dir,
       seq.sample = true;
       plan.seqs.push_back(std::move(seq));
     }
-    ORCA_RETURN_IF_ERROR(runner->Forward(plan).status());  // warm-up
+    ORCA_RETURN_IF_ERROR(runner->Execute(plan).status());  // warm-up
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) ORCA_RETURN_IF_ERROR(runner->Forward(plan).status());
+    for (int i = 0; i < reps; ++i) ORCA_RETURN_IF_ERROR(runner->Execute(plan).status());
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
     const double tokens = double(seqs) * q_len;
@@ -286,6 +298,9 @@ absl::StatusOr<json> RunIterations(CudaBackend& b, const std::string& model_dir,
         2.0 * params * tokens;  // weights only; attention adds little at these lengths
     const double bytes = double(runner->weight_bytes());
     out.push_back({{"iteration", kind},
+                   {"kv_cache_dtype", std::string(DTypeName(kv_dtype))},
+                   {"sampling", host_sampling ? "host" : "device"},
+                   {"graphs", graphs},
                    {"seqs", seqs},
                    {"tokens", tokens},
                    {"context", start + q_len},
@@ -359,6 +374,9 @@ absl::Status Main(int argc, char** argv) {
           {"decode-batches", "1,8,32,64,128,256"},
           {"context", "512"},
           {"prefill-lens", "128,512,2048"},
+          {"kv-cache-dtypes", "float32"},
+          {"sampling", "device"},
+          {"graphs", "on"},
           {"skip-iterations", ""}});
   ORCA_RETURN_IF_ERROR(f.Parse(argc, argv));
   ORCA_ASSIGN_OR_RETURN(int64_t device, f.GetInt("device"));
@@ -369,6 +387,29 @@ absl::Status Main(int argc, char** argv) {
   ORCA_ASSIGN_OR_RETURN(int64_t context, f.GetInt("context"));
   if (reps <= 0 || context <= 0)
     return absl::InvalidArgumentError("--reps and --context must be positive");
+  std::vector<DType> kv_dtypes;
+  for (absl::string_view name : absl::StrSplit(f.Get("kv-cache-dtypes"), ',', absl::SkipEmpty())) {
+    const std::optional<WeightDType> d = ParseWeightDType(name);
+    if (!d.has_value() || *d == WeightDType::kAuto) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--kv-cache-dtypes: '", name, "' is not float32, float16 or bfloat16"));
+    }
+    ORCA_ASSIGN_OR_RETURN(DType kv, ResolveKvCacheDType(*d, Device::kCuda));
+    kv_dtypes.push_back(kv);
+  }
+  std::vector<bool> host_sampling;
+  for (absl::string_view where : absl::StrSplit(f.Get("sampling"), ',', absl::SkipEmpty())) {
+    if (where != "device" && where != "host") {
+      return absl::InvalidArgumentError("--sampling takes device, host or device,host");
+    }
+    host_sampling.push_back(where == "host");
+  }
+  std::vector<bool> graphs;
+  for (absl::string_view g : absl::StrSplit(f.Get("graphs"), ',', absl::SkipEmpty())) {
+    if (g != "on" && g != "off")
+      return absl::InvalidArgumentError("--graphs takes on, off or on,off");
+    graphs.push_back(g == "on");
+  }
 
   CudaBackendOptions opts;
   opts.device = static_cast<int>(device);
@@ -407,12 +448,23 @@ absl::Status Main(int argc, char** argv) {
       ORCA_RETURN_IF_ERROR(WriteRandomCheckpoint(c, tmp.string(), 1));
       dir = tmp.string();
     }
-    auto iters = RunIterations(*backend, dir, peak, static_cast<int>(reps), batches,
-                               static_cast<int32_t>(context), prefill);
+    json iterations = json::array();
+    absl::Status status;
+    for (DType kv : kv_dtypes) {
+      for (bool host : host_sampling) {
+        for (bool g : graphs) {
+          if (!status.ok()) break;
+          auto iters = RunIterations(*backend, dir, peak, static_cast<int>(reps), batches,
+                                     static_cast<int32_t>(context), prefill, kv, host, g);
+          status = iters.status();
+          if (iters.ok()) iterations.insert(iterations.end(), iters->begin(), iters->end());
+        }
+      }
+    }
     if (!tmp.empty()) std::filesystem::remove_all(tmp);
-    ORCA_RETURN_IF_ERROR(iters.status());
+    ORCA_RETURN_IF_ERROR(status);
     doc["model"] = dir.empty() || !tmp.empty() ? "random llama-1b (BF16)" : dir;
-    doc["iterations"] = *iters;
+    doc["iterations"] = iterations;
   }
   std::cout << doc.dump(2) << std::endl;
   return absl::OkStatus();

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "engine/common/dtype.h"
 
 namespace orca {
@@ -98,6 +99,22 @@ struct AttentionBatch {
 
 enum class Activation { kSilu, kGeluTanh, kGeluErf };
 
+// A recording of backend operations (Backend::EndCapture), run again by Backend::Replay.
+class BackendGraph {
+ public:
+  virtual ~BackendGraph() = default;
+};
+
+// One row's draw for Backend::SampleRows (the layout of kernels::DeviceSamplingParams).
+struct SampleRowParams {
+  float temperature = 0.0f;  // below 1e-5: greedy
+  int32_t top_k = 0;         // 0: no top-k
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  double uniform = 0.0;   // the draw in [0, 1): SeededUniform(seed, output_index)
+  int32_t mask_row = -1;  // the row of SampleRows' masks that allows tokens; -1: all
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -128,6 +145,20 @@ class Backend {
   // out = LayerNorm(x) * weight + bias. out may alias x.
   virtual void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                          Tensor out) = 0;
+  // The residual add and the norm after it in one pass: residual += delta, then
+  // out = RMSNorm(residual) * weight (LayerNorm: + bias). out may alias delta (not
+  // residual). The defaults run Add and the norm; a backend may fuse them (the same
+  // float32 arithmetic, so the same results).
+  virtual void AddRmsNorm(Tensor residual, const Tensor& delta, const Tensor& weight, float eps,
+                          Tensor out) {
+    Add(residual, delta);
+    RmsNorm(residual, weight, eps, out);
+  }
+  virtual void AddLayerNorm(Tensor residual, const Tensor& delta, const Tensor& weight,
+                            const Tensor& bias, float eps, Tensor out) {
+    Add(residual, delta);
+    LayerNorm(residual, weight, bias, eps, out);
+  }
   // Rotate-half RoPE in place on the first `rotary_heads` heads of x [T, heads*head_dim]
   // (Hugging Face layout: dims i and i + head_dim/2 form a pair), token t at positions[t].
   // x may be strided.
@@ -149,6 +180,40 @@ class Backend {
                          float scale, Tensor out) = 0;
   // out[i] = x[rows[i]].
   virtual void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) = 0;
+
+  // Sampling where the logits are (engine/runner/sampler.h, SampleOnBackend): whether
+  // SampleRows is available, and the largest top_k it takes.
+  virtual bool SupportsSampling() const { return false; }
+  virtual int32_t MaxSamplingTopK() const { return 0; }
+  // Draws one token per row of `logits` (F32 [rows, vocab], rows may be strided) with
+  // `params[row]`, exactly as SampleToken does for a row without penalties, logit bias
+  // or logprobs whose top_k is 0 (with top_p 1 and min_p 0) or at most
+  // MaxSamplingTopK(); a row with mask_row m allows only the tokens whose bits are set
+  // in `masks` row m (ceil(vocab / 32) words a row; bit t % 32 of word t / 32). Writes
+  // the ids to `host_tokens` and waits for them.
+  virtual absl::Status SampleRows(const Tensor& logits, absl::Span<const SampleRowParams> params,
+                                  absl::Span<const uint32_t> masks, int32_t* host_tokens) {
+    (void)logits, (void)params, (void)masks, (void)host_tokens;
+    return absl::UnimplementedError(name() + " does not sample");
+  }
+
+  // Graphs (CUDA graphs): between BeginCapture and EndCapture the operations are
+  // recorded, not run; Replay runs the recording again, on what the buffers it names
+  // hold by then, with one launch. Nothing in a capture may synchronise, copy to or from
+  // the host, or allocate: such a call fails the capture (EndCapture's error). The
+  // buffers a graph names must stay where they are while it is replayed: the backend's
+  // own workspaces move only when workspace_generation() changes.
+  virtual bool SupportsGraphs() const { return false; }
+  virtual absl::Status BeginCapture() { return absl::UnimplementedError(name() + ": no graphs"); }
+  virtual absl::StatusOr<std::unique_ptr<BackendGraph>> EndCapture() {
+    return absl::UnimplementedError(name() + ": no graphs");
+  }
+  // Issues the graph's work (errors surface at the next Synchronize or copy).
+  virtual absl::Status Replay(BackendGraph& graph) {
+    (void)graph;
+    return absl::UnimplementedError(name() + ": no graphs");
+  }
+  virtual int64_t workspace_generation() const { return 0; }
 };
 
 // Creates the CPU backend (OpenBLAS GEMMs, a thread pool of `num_threads` for the rest;

@@ -47,9 +47,9 @@ std::optional<KvPolicy> ParseKvPolicy(absl::string_view s);
 std::optional<SchedulingPolicy> ParseSchedulingPolicy(absl::string_view s);
 
 // The KV cache's element type on `device` for the requested `dtype`: `auto` is F16 on
-// the CPU (its attention reads 16-bit directly; half of F32's bytes) and F32 on CUDA
-// (whose 16-bit path has run on the CUDA twin only so far). Never fails today; a
-// StatusOr for the types a device may not take.
+// both backends (their attention reads 16-bit directly: half of F32's bytes, twice the
+// tokens; docs/cuda.md has the GPU's figures). Never fails today; a StatusOr for the
+// types a device may not take.
 absl::StatusOr<DType> ResolveKvCacheDType(WeightDType dtype, Device device);
 
 // Whether `p` is one of the request-level (static batching) baselines.
@@ -67,6 +67,8 @@ struct DeviceOptions {
   int32_t index = 0;             // CUDA ordinal of the first rank of this process
   int32_t threads = 0;           // CPU threads of this process; 0 = the CPU limit
   double memory_fraction = 0.9;  // CUDA: share of device memory for weights + KV + work
+  bool sample_on_device = true;  // CUDA: draw tokens on the GPU where the request allows
+  bool cuda_graphs = true;       // CUDA, one rank: decode-only iterations from graphs
 };
 
 // How much KV cache each rank allocates (engine/runner/kv_cache_sizing.h sizes it).

@@ -55,6 +55,8 @@ absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
   }
   ro.dtype = options.model.dtype;
   ro.sampler_threads = options.device.threads;
+  ro.sample_on_backend = options.device.sample_on_device;
+  ro.graphs = options.device.cuda_graphs;
   ORCA_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device));
   ORCA_ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(options.model.dir, e->backend_.get(), ro));
   if (by_memory) ORCA_RETURN_IF_ERROR(SizeKvCacheFromMemory(*e->runner_, *e->backend_, options));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/common/cpu_limit.h"
+#include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/model/checkpoint.h"
 #include "engine/runner/prompt_logprobs.h"
@@ -55,6 +56,8 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   ORCA_RETURN_IF_ERROR(r->ResizeKvCache(options.num_kv_blocks));
   const int32_t threads = options.sampler_threads > 0 ? options.sampler_threads : AvailableCpus();
   if (threads > 1 && r->shard_.samples()) r->sampler_pool_ = std::make_unique<ThreadPool>(threads);
+  r->sample_on_backend_ = options.sample_on_backend && backend->SupportsSampling();
+  r->graphs_enabled_ = options.graphs && backend->SupportsGraphs() && r->shard_.world_size() == 1;
   return r;
 }
 
@@ -63,6 +66,7 @@ absl::Status ModelRunner::ResizeKvCache(int32_t num_blocks) {
     return absl::InvalidArgumentError(absl::StrCat("KV block count ", num_blocks, " out of range"));
   }
   // The old cache goes first: the new one may need its memory.
+  ++buffers_generation_;
   k_cache_.clear();
   v_cache_.clear();
   kv_storage_.clear();
@@ -109,7 +113,8 @@ absl::Status ModelRunner::RunProfilingPass(int64_t max_tokens, int32_t max_seqs)
     left -= static_cast<int64_t>(s.token_ids.size());
     plan.seqs.push_back(std::move(s));
   }
-  ORCA_RETURN_IF_ERROR(Forward(plan).status());
+  // Execute, so that the sampler's workspace reaches its size too.
+  ORCA_RETURN_IF_ERROR(Execute(plan).status());
   return backend_->Synchronize();
 }
 
@@ -211,6 +216,7 @@ absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t sampled_ro
     const int64_t per_token = 2 * h + qkv + q + up + inter;
     // The old buffer goes before its successor is allocated (the memory may be needed);
     // until that succeeds the runner has no workspace.
+    ++buffers_generation_;
     ws_buffer_.reset();
     ws_tokens_ = 0;
     ORCA_ASSIGN_OR_RETURN(ws_buffer_,
@@ -228,6 +234,7 @@ absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t sampled_ro
   // hidden states and logits, sized by them and not by the batch's tokens.
   if (sampled_rows > ws_rows_) {
     const int64_t r = std::max<int64_t>(sampled_rows, 16);
+    ++buffers_generation_;
     rows_buffer_.reset();
     ws_rows_ = 0;
     ORCA_ASSIGN_OR_RETURN(rows_buffer_,
@@ -239,6 +246,7 @@ absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t sampled_ro
   }
   if (index_ints > ws_ints_) {
     const int64_t n = std::max<int64_t>(index_ints * 2, 256);
+    ++buffers_generation_;
     index_buffer_.reset();
     ws_ints_ = 0;
     ORCA_ASSIGN_OR_RETURN(index_buffer_,
@@ -264,13 +272,23 @@ absl::Status ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* posi
   };
   Tensor x = x_.Rows(0, n), h = h_.Rows(0, n), qkv = qkv_.Rows(0, n), att = attn_.Rows(0, n);
   const bool gpt2 = c.family == ModelFamily::kGpt2;
+  // h = norm(x), after the block before has its output added to the residual stream x
+  // (one pass: Backend::AddRmsNorm). The layer's last block leaves its output in h for
+  // the next layer's first norm, or for Forward to add after the last layer.
+  auto norm = [&](const Tensor& weight, const Tensor& bias, bool add_h_first) {
+    if (gpt2 && add_h_first) {
+      b.AddLayerNorm(x, h, weight, bias, c.norm_eps, h);
+    } else if (gpt2) {
+      b.LayerNorm(x, weight, bias, c.norm_eps, h);
+    } else if (add_h_first) {
+      b.AddRmsNorm(x, h, weight, c.norm_eps, h);
+    } else {
+      b.RmsNorm(x, weight, c.norm_eps, h);
+    }
+  };
 
   // Attention block.
-  if (gpt2) {
-    b.LayerNorm(x, L.attn_norm, L.attn_norm_bias, c.norm_eps, h);
-  } else {
-    b.RmsNorm(x, L.attn_norm, c.norm_eps, h);
-  }
+  norm(L.attn_norm, L.attn_norm_bias, /*add_h_first=*/layer > 0);
   b.Linear(h, L.qkv, L.qkv_bias.data ? &L.qkv_bias : nullptr, qkv);
   Tensor q = qkv.Cols(0, q_width);
   Tensor k = qkv.Cols(q_width, kv_width);
@@ -284,34 +302,110 @@ absl::Status ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* posi
               static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim))), att);
   b.Linear(att, L.out_proj, L.out_proj_bias.data ? &L.out_proj_bias : nullptr, h);
   ORCA_RETURN_IF_ERROR(all_reduce(h));
-  b.Add(x, h);
 
   // MLP block.
+  norm(L.mlp_norm, L.mlp_norm_bias, /*add_h_first=*/true);
   if (gpt2) {
-    b.LayerNorm(x, L.mlp_norm, L.mlp_norm_bias, c.norm_eps, h);
     Tensor act = act_.Rows(0, n);
     b.Linear(h, L.up, &L.up_bias, act);
     b.ActivationInPlace(act, ActivationOf(c));
     b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, h);
   } else {
-    b.RmsNorm(x, L.mlp_norm, c.norm_eps, h);
     Tensor gate_up = mlp_.Rows(0, n), act = act_.Rows(0, n);
     b.Linear(h, L.up, L.up_bias.data ? &L.up_bias : nullptr, gate_up);
     b.GatedActivation(gate_up, ActivationOf(c), act);
     b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, h);
   }
-  ORCA_RETURN_IF_ERROR(all_reduce(h));
-  b.Add(x, h);
-  return absl::OkStatus();
+  return all_reduce(h);
 }
 
 absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, bool all_rows) {
   return Forward(plan, all_rows, nullptr);
 }
 
-absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, bool all_rows,
-                                                     std::vector<SequencePromptLogprobs>* prompt) {
-  ORCA_RETURN_IF_ERROR(ValidatePlan(plan));
+ModelRunner::GraphShape ModelRunner::GraphShapeOf(const IterationPlan& plan, bool all_rows) const {
+  GraphShape shape;
+  if (!graphs_enabled_ || tracing_ || all_rows || plan.seqs.empty() ||
+      plan.seqs.size() > static_cast<size_t>(kGraphBuckets[std::size(kGraphBuckets) - 1])) {
+    return shape;
+  }
+  int32_t max_kv = 1;
+  for (const auto& s : plan.seqs) {
+    if (s.token_ids.size() != 1 || !s.sample || !s.prompt_logprob_targets.empty()) return shape;
+    max_kv = std::max(max_kv, s.start_pos + 1);
+  }
+  for (int32_t b : kGraphBuckets) {
+    if (b >= static_cast<int32_t>(plan.seqs.size())) {
+      shape.seqs = b;
+      break;
+    }
+  }
+  // Contexts by powers of two from 64 keys, up to the model's longest: the attention's
+  // launch shape (its split over keys) follows the longest context it is given.
+  const int32_t bs = kv_shape_.block_size;
+  const int32_t longest = (config_.max_position_embeddings + bs - 1) / bs * bs;
+  shape.kv = 64;
+  while (shape.kv < max_kv && shape.kv < longest) shape.kv *= 2;
+  shape.kv = std::min(shape.kv, longest);
+  return shape;
+}
+
+absl::Status ModelRunner::RunGraph(const GraphShape& shape,
+                                   const std::function<absl::Status()>& body) {
+  const std::pair<int64_t, int64_t> generation = {buffers_generation_,
+                                                  backend_->workspace_generation()};
+  const std::pair<int32_t, int32_t> key = {shape.seqs, shape.kv};
+  if (auto it = graphs_.find(key); it != graphs_.end() && it->second.generation == generation) {
+    ++graph_replays_;
+    return backend_->Replay(*it->second.graph);
+  }
+  // The bucket's first iteration, or its buffers moved: run it op by op (which also grows
+  // every workspace to this shape and gives this iteration its result), then record the
+  // same ops for later iterations.
+  ORCA_RETURN_IF_ERROR(body());
+  ORCA_RETURN_IF_ERROR(backend_->Synchronize());
+  const std::pair<int64_t, int64_t> sized = {buffers_generation_, backend_->workspace_generation()};
+  ORCA_RETURN_IF_ERROR(backend_->BeginCapture());
+  const absl::Status recorded = body();
+  absl::StatusOr<std::unique_ptr<BackendGraph>> graph = backend_->EndCapture();
+  if (!recorded.ok() || !graph.ok()) {
+    // This iteration has its result already; later ones run op by op.
+    ORCA_LOG(WARNING) << backend_->name() << ": graph capture of a decode batch of " << shape.seqs
+                      << " failed (" << (recorded.ok() ? graph.status() : recorded)
+                      << "); running iterations without graphs";
+    graphs_enabled_ = false;
+    graphs_.clear();
+    return absl::OkStatus();
+  }
+  graphs_[key] = CapturedGraph{std::move(*graph), sized};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& given, bool all_rows,
+                                                     std::vector<SequencePromptLogprobs>* prompt,
+                                                     bool logits_to_host) {
+  ORCA_RETURN_IF_ERROR(ValidatePlan(given));
+  // A decode-only plan runs from the graph of its shape (GraphShapeOf): padded with
+  // sequences that decode token 0 at position 0 into no KV slot, every block table
+  // exactly the shape's context wide, and the attention launched for that context.
+  const GraphShape shape = GraphShapeOf(given, all_rows);
+  const int32_t bucket = shape.seqs;
+  const int32_t real_seqs = static_cast<int32_t>(given.seqs.size());
+  IterationPlan padded;
+  if (bucket > 0) {
+    const size_t width = static_cast<size_t>(shape.kv / kv_shape_.block_size);
+    padded.seqs = given.seqs;
+    padded.seqs.resize(static_cast<size_t>(bucket));
+    for (int32_t i = 0; i < bucket; ++i) {
+      ScheduledSequence& s = padded.seqs[static_cast<size_t>(i)];
+      if (i >= real_seqs) {
+        s.token_ids = {0};
+        s.sample = true;
+      }
+      s.block_table.resize(width, 0);  // the blocks past the context are never read
+    }
+  }
+  const IterationPlan& plan = bucket > 0 ? padded : given;
   const int64_t n = plan.num_tokens();
   const int32_t num_seqs = static_cast<int32_t>(plan.seqs.size());
   IterationLogits result;
@@ -383,6 +477,10 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
     }
   }
   const int64_t num_prompt_rows = static_cast<int64_t>(idx.size() - prompt_rows_at);
+  if (bucket > 0) {
+    for (int32_t i = real_seqs; i < bucket; ++i) idx[static_cast<size_t>(2 * n + i)] = -1;
+    max_kv = shape.kv;
+  }
   const int64_t row_slots =
       std::max<int64_t>(sample_slots, std::min(num_prompt_rows, kPromptRowsPerPass));
   ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, row_slots, static_cast<int64_t>(idx.size())));
@@ -404,35 +502,50 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, 
   Backend& b = *backend_;
   Tensor x = x_.Rows(0, n);
   const size_t x_count = static_cast<size_t>(n * x.cols);
-  if (shard_.first_stage()) {
-    b.Embedding(tokens, n, weights_->embed, x, /*accumulate=*/false);
-    if (config_.family == ModelFamily::kGpt2) {
-      b.Embedding(positions, n, weights_->pos_embed, x, true);
+  // Everything on the device from the embedding to the sampled rows' logits (left in
+  // logits_): what a graph records.
+  auto body = [&]() -> absl::Status {
+    if (shard_.first_stage()) {
+      b.Embedding(tokens, n, weights_->embed, x, /*accumulate=*/false);
+      if (config_.family == ModelFamily::kGpt2) {
+        b.Embedding(positions, n, weights_->pos_embed, x, true);
+      }
+    } else {
+      ScopedSpan span(spans_, "recv");
+      ORCA_RETURN_IF_ERROR(
+          pp_comm_->Recv(static_cast<float*>(x.data), x_count, shard_.prev_rank()));
     }
-  } else {
-    ScopedSpan span(spans_, "recv");
-    ORCA_RETURN_IF_ERROR(pp_comm_->Recv(static_cast<float*>(x.data), x_count, shard_.prev_rank()));
-  }
-  {
-    ScopedSpan span(spans_, "layers");
-    for (int32_t l = 0; l < num_local_layers_; ++l) {
-      ORCA_RETURN_IF_ERROR(RunLayer(l, n, positions, slots, attn));
+    {
+      ScopedSpan span(spans_, "layers");
+      for (int32_t l = 0; l < num_local_layers_; ++l) {
+        ORCA_RETURN_IF_ERROR(RunLayer(l, n, positions, slots, attn));
+      }
+      // The last layer's output joins the residual stream.
+      if (num_local_layers_ > 0) b.Add(x, h_.Rows(0, n));
+      // Host time covers the device's work (traced runs only).
+      if (spans_ != nullptr) ORCA_RETURN_IF_ERROR(b.Synchronize());
     }
-    // Host time covers the device's work (traced runs only).
-    if (spans_ != nullptr) ORCA_RETURN_IF_ERROR(b.Synchronize());
-  }
-  if (!shard_.last_stage()) {
-    ScopedSpan span(spans_, "send");
-    ORCA_RETURN_IF_ERROR(pp_comm_->Send(static_cast<float*>(x.data), x_count, shard_.next_rank()));
-  }
+    if (!shard_.last_stage()) {
+      ScopedSpan span(spans_, "send");
+      ORCA_RETURN_IF_ERROR(
+          pp_comm_->Send(static_cast<float*>(x.data), x_count, shard_.next_rank()));
+    }
+    if (!shard_.samples() || num_sample == 0) return absl::OkStatus();
+    ScopedSpan span(spans_, "lm-head");
+    return LmHead(x, sample_rows, num_sample, nullptr);
+  };
+  ORCA_RETURN_IF_ERROR(bucket > 0 ? RunGraph(shape, body) : body());
   if (!shard_.samples() || (num_sample == 0 && num_prompt_rows == 0)) {
     ORCA_RETURN_IF_ERROR(b.Synchronize());
     return result;
   }
-  ScopedSpan span(spans_, "lm-head");
-  if (num_sample > 0) {
-    result.values.resize(static_cast<size_t>(num_sample) * config_.vocab_size);
-    ORCA_RETURN_IF_ERROR(LmHead(x, sample_rows, num_sample, result.values.data()));
+  // The rows of the given plan's sequences (a graph's padding rows come after them).
+  const int32_t given_samples = bucket > 0 ? real_seqs : num_sample;
+  if (given_samples > 0 && logits_to_host) {
+    ScopedSpan span(spans_, "lm-head");
+    result.values.resize(static_cast<size_t>(given_samples) * config_.vocab_size);
+    ORCA_RETURN_IF_ERROR(
+        b.CopyToHost(result.values.data(), logits_.data, result.values.size() * sizeof(float)));
   }
   if (num_prompt_rows > 0) {
     ORCA_RETURN_IF_ERROR(ScorePrompts(plan, x, dev + prompt_rows_at, num_prompt_rows, prompt));
@@ -452,6 +565,7 @@ absl::Status ModelRunner::LmHead(const Tensor& x, const int32_t* rows_dev, int64
   }
   Tensor logits = logits_.Rows(0, num_rows);
   b.Linear(rows, weights_->lm_head, nullptr, logits);
+  if (host_logits == nullptr) return absl::OkStatus();
   return b.CopyToHost(host_logits, logits.data,
                       static_cast<size_t>(num_rows) * config_.vocab_size * sizeof(float));
 }
@@ -496,11 +610,7 @@ absl::Status ModelRunner::ScorePrompts(const IterationPlan& plan, const Tensor& 
           absl::MakeConstSpan(prompt_logits_.data() + r * vocab, static_cast<size_t>(vocab)),
           targets[row], top_n[row]);
     };
-    if (sampler_pool_ && m > 1) {
-      sampler_pool_->ParallelFor(m, score);
-    } else {
-      for (int64_t r = 0; r < m; ++r) score(r);
-    }
+    ParallelRows(m, score);
   }
   return absl::OkStatus();
 }
@@ -509,7 +619,25 @@ absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) 
   IterationResult result;
   result.iteration = plan.iteration;
   spans_ = tracing_ ? &result.spans : nullptr;
-  absl::StatusOr<IterationLogits> logits = Forward(plan, false, &result.prompt_logprobs);
+  std::vector<const ScheduledSequence*> sampled;
+  bool prompt_rows = false;
+  for (const auto& s : plan.seqs) {
+    if (s.sample) sampled.push_back(&s);
+    prompt_rows = prompt_rows || !s.prompt_logprob_targets.empty();
+  }
+  // Which rows the backend draws (where their logits are). Prompt logprob rows reuse
+  // the logits workspace, so a plan with them samples on the host.
+  std::vector<bool> on_backend(sampled.size(), false);
+  bool any_on_backend = false;
+  if (sample_on_backend_ && shard_.samples() && !prompt_rows) {
+    for (size_t i = 0; i < sampled.size(); ++i) {
+      on_backend[i] =
+          SamplesOnBackend(*sampled[i], backend_->MaxSamplingTopK(), config_.vocab_size);
+      any_on_backend = any_on_backend || on_backend[i];
+    }
+  }
+  absl::StatusOr<IterationLogits> logits =
+      Forward(plan, false, &result.prompt_logprobs, /*logits_to_host=*/!any_on_backend);
   if (!logits.ok() || !shard_.samples()) {
     spans_ = nullptr;
     if (!logits.ok()) return logits.status();
@@ -517,23 +645,72 @@ absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) 
   }
   {
     ScopedSpan span(spans_, "sample");
-    std::vector<const ScheduledSequence*> sampled;
-    for (const auto& s : plan.seqs) {
-      if (s.sample) sampled.push_back(&s);
-    }
-    result.tokens.resize(sampled.size());
-    auto sample = [&](int64_t row) {
-      result.tokens[row] = SampleToken(
-          absl::MakeSpan(logits->row(row), static_cast<size_t>(logits->vocab_size)), *sampled[row]);
-    };
-    if (sampler_pool_ && sampled.size() > 1) {
-      sampler_pool_->ParallelFor(static_cast<int64_t>(sampled.size()), sample);
+    if (any_on_backend) {
+      ORCA_RETURN_IF_ERROR(SampleFromDeviceLogits(sampled, on_backend, &result.tokens));
     } else {
-      for (size_t row = 0; row < sampled.size(); ++row) sample(static_cast<int64_t>(row));
+      result.tokens.resize(sampled.size());
+      auto sample = [&](int64_t row) {
+        result.tokens[row] =
+            SampleToken(absl::MakeSpan(logits->row(row), static_cast<size_t>(logits->vocab_size)),
+                        *sampled[row]);
+      };
+      ParallelRows(static_cast<int64_t>(sampled.size()), sample);
     }
   }
   spans_ = nullptr;  // the span above is in result.spans now
   return result;
+}
+
+absl::Status ModelRunner::SampleFromDeviceLogits(absl::Span<const ScheduledSequence* const> sampled,
+                                                 const std::vector<bool>& on_backend,
+                                                 std::vector<SampledToken>* tokens) {
+  const int64_t rows = static_cast<int64_t>(sampled.size());
+  const size_t vocab = static_cast<size_t>(config_.vocab_size);
+  // Rows left to the host are drawn greedily here too (one pass), and that draw is
+  // dropped.
+  std::vector<SampleRowParams> params(sampled.size());
+  std::vector<uint32_t> masks;
+  int32_t mask_rows = 0;
+  std::vector<int64_t> host_rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!on_backend[r]) {
+      host_rows.push_back(r);
+      continue;
+    }
+    params[r] = BackendSampleParams(*sampled[r]);
+    if (NeedsBackendMask(*sampled[r])) {
+      AppendBackendSampleMask(*sampled[r], config_.vocab_size, &masks);
+      params[r].mask_row = mask_rows++;
+    }
+  }
+  std::vector<int32_t> ids(sampled.size());
+  ORCA_RETURN_IF_ERROR(backend_->SampleRows(logits_.Rows(0, rows), params, masks, ids.data()));
+  tokens->resize(sampled.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!on_backend[r]) continue;
+    (*tokens)[r].seq_id = sampled[r]->seq_id;
+    (*tokens)[r].token_id = ids[r];
+  }
+  rows_sampled_on_backend_ += rows - static_cast<int64_t>(host_rows.size());
+  if (host_rows.empty()) return absl::OkStatus();
+  std::vector<float> host_logits(host_rows.size() * vocab);
+  for (size_t i = 0; i < host_rows.size(); ++i) {
+    ORCA_RETURN_IF_ERROR(backend_->CopyToHost(
+        host_logits.data() + i * vocab, logits_.Rows(host_rows[i], 1).data, vocab * sizeof(float)));
+  }
+  ParallelRows(static_cast<int64_t>(host_rows.size()), [&](int64_t i) {
+    const int64_t r = host_rows[static_cast<size_t>(i)];
+    (*tokens)[r] = SampleToken(absl::MakeSpan(host_logits.data() + i * vocab, vocab), *sampled[r]);
+  });
+  return absl::OkStatus();
+}
+
+void ModelRunner::ParallelRows(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (sampler_pool_ && n > 1) {
+    sampler_pool_->ParallelFor(n, fn);
+  } else {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+  }
 }
 
 }  // namespace orca

@@ -18,7 +18,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,6 +54,14 @@ struct ModelRunnerOptions {
   // them; 0 = the process's CPU limit). Sampling runs after the forward pass, so on the
   // CPU it shares the backend's cores without contending for them.
   int32_t sampler_threads = 1;
+  // Draw the tokens where the logits are when the backend can (Backend::SampleRows,
+  // SamplesOnBackend): only token ids cross to the host. false: every row's logits come
+  // to the host and SampleToken draws them (the same tokens; benchmarks compare).
+  bool sample_on_backend = true;
+  // Replay decode-only iterations from graphs recorded per batch-size bucket where the
+  // backend has them (Backend::SupportsGraphs: CUDA graphs) and the runner is the whole
+  // model on one rank. false: every iteration issues its operations one by one.
+  bool graphs = true;
 };
 
 // Logits of the sampled rows of one iteration, on the host: row i belongs to the i-th
@@ -121,19 +132,32 @@ class ModelRunner {
   // "all-reduce" per tensor-parallel reduction), "lm-head" and "sample".
   void set_tracing(bool on) { tracing_ = on; }
 
+  // Rows Execute has drawn with Backend::SampleRows so far (the rest went to the host).
+  int64_t rows_sampled_on_backend() const { return rows_sampled_on_backend_; }
+  // Iterations run by replaying a recorded graph so far.
+  int64_t graph_replays() const { return graph_replays_; }
+
  private:
   ModelRunner() = default;
   // Rows of prompt logprobs go through the LM head this many at a time.
   static constexpr int64_t kPromptRowsPerPass = 128;
 
   absl::Status ValidatePlan(const IterationPlan& plan) const;
-  // Forward, and with `prompt`, scores the plan's prompt logprob rows into it.
+  // Forward, and with `prompt`, scores the plan's prompt logprob rows into it. Without
+  // `logits_to_host` the sampled rows' logits stay in logits_ (rows 0..) and the result
+  // has no values.
   absl::StatusOr<IterationLogits> Forward(const IterationPlan& plan, bool all_rows,
-                                          std::vector<SequencePromptLogprobs>* prompt);
+                                          std::vector<SequencePromptLogprobs>* prompt,
+                                          bool logits_to_host = true);
   // Final norm and LM head of `num_rows` rows of `x` (device row indices `rows_dev`,
-  // at most the rows workspace), their logits copied to `host_logits`.
+  // at most the rows workspace) into logits_, copied to `host_logits` unless null.
   absl::Status LmHead(const Tensor& x, const int32_t* rows_dev, int64_t num_rows,
                       float* host_logits);
+  // Draws the sampled rows whose logits Forward left in logits_: those that
+  // `on_backend` marks with Backend::SampleRows, the others on the host.
+  absl::Status SampleFromDeviceLogits(absl::Span<const ScheduledSequence* const> sampled,
+                                      const std::vector<bool>& on_backend,
+                                      std::vector<SampledToken>* tokens);
   // Scores the plan's prompt logprob rows (device row indices `rows_dev`, in plan order)
   // into `out`, one SequencePromptLogprobs per sequence that asked.
   absl::Status ScorePrompts(const IterationPlan& plan, const Tensor& x, const int32_t* rows_dev,
@@ -142,7 +166,24 @@ class ModelRunner {
   // final hidden states and logits, and `index_ints` index entries (kept at their
   // largest size).
   absl::Status EnsureWorkspace(int64_t num_tokens, int64_t sampled_rows, int64_t index_ints);
-  // `layer` indexes the shard's layers.
+  // Decode-only plans of up to kGraphBuckets' last size run from graphs, one per shape:
+  // the smallest bucket that holds the plan's sequences, and the smallest power of two
+  // of keys (from 64, at most the model's context) that holds its longest context.
+  static constexpr int32_t kGraphBuckets[] = {1,  2,  4,  8,   16,  24,  32,  48,
+                                              64, 80, 96, 128, 160, 192, 224, 256};
+  struct GraphShape {
+    int32_t seqs = 0;  // 0: the plan runs op by op
+    int32_t kv = 0;
+  };
+  GraphShape GraphShapeOf(const IterationPlan& plan, bool all_rows) const;
+  // Runs `body` (the device work of one decode plan padded to `shape`) from the shape's
+  // graph: replays it, or runs `body` op by op and records it.
+  absl::Status RunGraph(const GraphShape& shape, const std::function<absl::Status()>& body);
+  // Runs fn(0..n-1) on the sampler's threads (or this one).
+  void ParallelRows(int64_t n, const std::function<void(int64_t)>& fn);
+  // `layer` indexes the shard's layers. Each layer adds the previous one's output (left
+  // in h_) to the residual stream x_ as part of its first norm, and leaves its own in
+  // h_: after the last, Forward adds it.
   absl::Status RunLayer(int32_t layer, int64_t num_tokens, const int32_t* positions,
                         const int32_t* slot_mapping, const AttentionBatch& attn);
 
@@ -159,6 +200,18 @@ class ModelRunner {
   std::vector<std::unique_ptr<DeviceBuffer>> kv_storage_;
   std::vector<Tensor> k_cache_, v_cache_;
   std::unique_ptr<ThreadPool> sampler_pool_;  // null: sample on the calling thread
+  bool sample_on_backend_ = true;
+  int64_t rows_sampled_on_backend_ = 0;
+  struct CapturedGraph {
+    std::unique_ptr<BackendGraph> graph;
+    // (buffers_generation_, the backend's workspace generation) when recorded: a graph
+    // names buffers, and is recorded again once any has moved.
+    std::pair<int64_t, int64_t> generation;
+  };
+  bool graphs_enabled_ = false;
+  std::map<std::pair<int32_t, int32_t>, CapturedGraph> graphs_;  // by (seqs, kv)
+  int64_t buffers_generation_ = 0;  // bumped whenever the runner's own buffers move
+  int64_t graph_replays_ = 0;
 
   // Workspace, grown on demand.
   int64_t ws_tokens_ = 0;

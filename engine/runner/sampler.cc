@@ -258,4 +258,40 @@ SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq)
   return out;
 }
 
+bool SamplesOnBackend(const ScheduledSequence& seq, int32_t max_top_k, int32_t vocab) {
+  const SamplingParams& p = seq.sampling;
+  if (!p.logit_bias.empty() || p.needs_history() || p.logprobs >= 0) return false;
+  if (p.greedy()) return true;
+  if (p.top_k >= 1 && p.top_k <= max_top_k) return true;
+  return (p.top_k <= 0 || p.top_k >= vocab) && p.top_p >= 1.0f && p.min_p <= 0.0f;
+}
+
+void AppendBackendSampleMask(const ScheduledSequence& seq, int32_t vocab,
+                             std::vector<uint32_t>* masks) {
+  const size_t words = (static_cast<size_t>(vocab) + 31) / 32;
+  const size_t at = masks->size();
+  if (seq.allowed_token_mask.empty()) {
+    masks->resize(at + words, ~0u);
+  } else {
+    // Ids past the guide's mask are never allowed (ApplyPenalties).
+    masks->resize(at + words, 0u);
+    const size_t n = std::min(words, seq.allowed_token_mask.size());
+    std::copy_n(seq.allowed_token_mask.begin(), n, masks->begin() + static_cast<ptrdiff_t>(at));
+  }
+  for (int32_t t : seq.banned_token_ids) {
+    if (t >= 0 && t < vocab) (*masks)[at + static_cast<size_t>(t) / 32] &= ~(1u << (t % 32));
+  }
+}
+
+SampleRowParams BackendSampleParams(const ScheduledSequence& seq) {
+  const SamplingParams& p = seq.sampling;
+  SampleRowParams r;
+  r.temperature = p.greedy() ? 0.0f : p.temperature;
+  r.top_k = p.top_k;
+  r.top_p = p.top_p;
+  r.min_p = p.min_p;
+  r.uniform = SeededUniform(p.seed, static_cast<uint64_t>(seq.output_index));
+  return r;
+}
+
 }  // namespace orca

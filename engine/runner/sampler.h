@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "engine/backend/backend.h"
 #include "engine/runner/iteration.h"
 
 namespace orca {
@@ -17,5 +18,27 @@ SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq)
 
 // Returns a uniform double in [0, 1) derived from (seed, index) by SplitMix64.
 double SeededUniform(uint64_t seed, uint64_t index);
+
+// Whether Backend::SampleRows draws `seq`'s next token as SampleToken would (the
+// backend's MaxSamplingTopK() is `max_top_k`, the vocabulary `vocab` tokens): no logit
+// bias or penalties change its logits first (a guided-decoding mask and bans travel as
+// a token mask, BackendSampleMask), no logprobs are wanted, and it is greedy, keeps a
+// top_k in [1, max_top_k], or truncates nothing.
+bool SamplesOnBackend(const ScheduledSequence& seq, int32_t max_top_k, int32_t vocab);
+
+// The row parameters Backend::SampleRows draws `seq`'s next token with (mask_row is
+// left at -1 for the caller to set).
+SampleRowParams BackendSampleParams(const ScheduledSequence& seq);
+
+// Whether `seq` needs a token mask on the backend (a guided-decoding mask or bans).
+inline bool NeedsBackendMask(const ScheduledSequence& seq) {
+  return !seq.allowed_token_mask.empty() || !seq.banned_token_ids.empty();
+}
+
+// Appends `seq`'s token mask for Backend::SampleRows to `masks`: ceil(vocab / 32)
+// words allowing what SampleToken allows (the guide's mask, or every token, less the
+// banned ones).
+void AppendBackendSampleMask(const ScheduledSequence& seq, int32_t vocab,
+                             std::vector<uint32_t>* masks);
 
 }  // namespace orca

@@ -425,6 +425,8 @@ absl::Status WorkerRank::Session() {
     ro.kv_cache_dtype = kv_dtype;
     ro.dtype = options_.model.dtype;
     ro.sampler_threads = options_.device.threads;
+    ro.sample_on_backend = options_.device.sample_on_device;
+    ro.graphs = options_.device.cuda_graphs;
     ro.shard = shard;
     ro.tp_comm = tp_comm_.get();
     ro.pp_comm = pp_comm_.get();

@@ -223,6 +223,57 @@ TEST(Runtime, StreamOrderedFreeWaitsForEarlierWork) {
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
 }
 
+// Stream capture records the work instead of running it; each launch of the graph runs
+// it again on what memory holds then. Synchronising, or copying pageable host memory,
+// while capturing fails as on a GPU and loses the capture.
+TEST(Runtime, CapturedGraphsReplayTheirWork) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  float *src, *dst;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&src), 4 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dst), 4 * sizeof(float)), cudaSuccess);
+  std::vector<float> host = {1, 2, 3, 4}, out(4, 0);
+  ASSERT_EQ(cudaMemcpy(src, host.data(), sizeof(float) * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dst, 0, sizeof(float) * 4), cudaSuccess);
+
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  cudaStreamCaptureStatus status;
+  ASSERT_EQ(cudaStreamIsCapturing(s, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusActive);
+  ASSERT_EQ(cudaMemcpyAsync(dst, src, sizeof(float) * 4, cudaMemcpyDeviceToDevice, s), cudaSuccess);
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(out.data(), dst, sizeof(float) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(out, std::vector<float>(4, 0)) << "captured work must not run";
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (float base : {10.0f, 20.0f}) {
+    host = {base, base + 1, base + 2, base + 3};
+    ASSERT_EQ(cudaMemcpy(src, host.data(), sizeof(float) * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(out.data(), dst, sizeof(float) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(out, host);
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+
+  // Not capturable: a synchronisation, a pageable copy.
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorStreamCaptureUnsupported);
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(src, host.data(), sizeof(float) * 4, cudaMemcpyHostToDevice, s),
+            cudaErrorStreamCaptureUnsupported);
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+  (void)cudaGetLastError();
+  EXPECT_EQ(cudaStreamIsCapturing(s, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusNone);
+  EXPECT_EQ(cudaFree(src), cudaSuccess);
+  EXPECT_EQ(cudaFree(dst), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
 TEST(RuntimeDeathTest, HostDereferenceOfADevicePointerIsNamed) {
   if (!HostGuardEnabled()) GTEST_SKIP() << "ORCA_CUDA_TWIN_HOST_GUARD is off (or under ASan)";
   // The child re-runs this test from the start: the stream threads are not forked.

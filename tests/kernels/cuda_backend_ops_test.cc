@@ -139,6 +139,36 @@ TEST(CudaBackendOpsTest, NormsMatchCpu) {
   }
 }
 
+// The fused residual add + norm (the CPU backend's is Add, then the norm): the
+// residual stream and the normalised rows both match, with out aliasing delta as the
+// runner calls it.
+TEST(CudaBackendOpsTest, FusedAddNormsMatchCpu) {
+  ORCA_SETUP_BACKENDS(b);
+  std::mt19937 rng(41);
+  for (int64_t cols : {8, 333, 2048}) {
+    SCOPED_TRACE(cols);
+    const int64_t rows = 11;
+    Mirrored w = b.Upload(RandomFloats(rng, cols, 0.5f, 1.5f), 1, cols);
+    Mirrored bias = b.Upload(RandomFloats(rng, cols), 1, cols);
+    for (bool layer_norm : {false, true}) {
+      SCOPED_TRACE(layer_norm ? "LayerNorm" : "RMSNorm");
+      Mirrored residual = b.Upload(RandomFloats(rng, rows * cols, -3.0f, 3.0f), rows, cols);
+      Mirrored delta = b.Upload(RandomFloats(rng, rows * cols, -3.0f, 3.0f), rows, cols);
+      for (Backend* be : {&b.cpu(), &b.gpu()}) {
+        const bool cpu = be == &b.cpu();
+        Tensor r = cpu ? residual.cpu : residual.gpu, d = cpu ? delta.cpu : delta.gpu;
+        if (layer_norm) {
+          be->AddLayerNorm(r, d, cpu ? w.cpu : w.gpu, cpu ? bias.cpu : bias.gpu, 1e-5f, d);
+        } else {
+          be->AddRmsNorm(r, d, cpu ? w.cpu : w.gpu, 1e-5f, d);
+        }
+      }
+      ORCA_EXPECT_CONSISTENT(Values(b, residual, true), Values(b, residual, false), 1e-6);
+      ORCA_EXPECT_CONSISTENT(Values(b, delta, true), Values(b, delta, false), kF32Tol);
+    }
+  }
+}
+
 TEST(CudaBackendOpsTest, RopeMatchesCpuAtLargePositions) {
   ORCA_SETUP_BACKENDS(b);
   std::mt19937 rng(5);

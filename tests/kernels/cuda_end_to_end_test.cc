@@ -1,7 +1,12 @@
 // End to end on the GPU: stories260K through ModelRunner on the CUDA backend produces
 // the CPU backend's greedy tokens and logits (whole prefill, chunked prefill, decode)
-// and prompt logprobs.
+// and prompt logprobs; tokens drawn on the device equal the host sampler's; decode
+// iterations replayed from CUDA graphs equal those issued op by op.
 #include <gtest/gtest.h>
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
 
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -17,7 +22,8 @@ struct GpuModel {
   std::unique_ptr<ModelRunner> runner;
 };
 
-GpuModel LoadOnGpu(const std::string& dir, DType kv_dtype = DType::kF32) {
+GpuModel LoadOnGpu(const std::string& dir, DType kv_dtype = DType::kF32,
+                   bool sample_on_backend = true, bool graphs = true) {
   GpuModel m;
   auto backend = CreateCudaBackend();
   EXPECT_TRUE(backend.ok()) << backend.status();
@@ -27,6 +33,8 @@ GpuModel LoadOnGpu(const std::string& dir, DType kv_dtype = DType::kF32) {
   opts.num_kv_blocks = 256;
   opts.block_size = 16;
   opts.kv_cache_dtype = kv_dtype;
+  opts.sample_on_backend = sample_on_backend;
+  opts.graphs = graphs;
   auto runner = ModelRunner::Create(dir, m.backend.get(), opts);
   EXPECT_TRUE(runner.ok()) << runner.status();
   if (runner.ok()) m.runner = std::move(*runner);
@@ -120,6 +128,155 @@ TEST(CudaEndToEndTest, Stories260KPromptLogprobsMatchCpu) {
       EXPECT_EQ(got[i].top_logprobs[0].first, want[i].top_logprobs[0].first) << i + 1;
     }
   }
+}
+
+// Decodes `steps` tokens for each of `seqs` together (one batch per step, prompts
+// "Once upon a time" + a different second token each); returns every sampled token
+// with its logprob, per sequence.
+std::vector<std::vector<SampledToken>> DecodeTogether(ModelRunner& runner,
+                                                      std::vector<ScheduledSequence> seqs,
+                                                      int32_t steps) {
+  KvBlockPool pool(runner.num_kv_blocks(), runner.block_size());
+  std::vector<BlockTable> tables(seqs.size());
+  std::vector<std::vector<int32_t>> tokens(seqs.size());
+  std::vector<int32_t> computed(seqs.size(), 0);
+  std::vector<std::vector<SampledToken>> out(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    tokens[i] = {1, 403, static_cast<int32_t>(407 + i), 261, 378};
+  }
+  for (int32_t step = 0; step < steps; ++step) {
+    IterationPlan plan;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      ScheduledSequence s = seqs[i];
+      s.seq_id = i;
+      s.start_pos = computed[i];
+      s.token_ids.assign(tokens[i].begin() + computed[i], tokens[i].end());
+      s.sample = true;
+      s.output_index = step;
+      if (s.sampling.needs_history()) {
+        s.penalty_history = tokens[i];
+        s.penalty_prompt_len = 5;
+      }
+      EXPECT_TRUE(tables[i].EnsureCapacity(pool, static_cast<int64_t>(tokens[i].size())).ok());
+      s.block_table = tables[i].blocks();
+      plan.seqs.push_back(std::move(s));
+    }
+    auto result = runner.Execute(plan);
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok()) break;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      computed[i] = static_cast<int32_t>(tokens[i].size());
+      tokens[i].push_back(result->tokens[i].token_id);
+      out[i].push_back(result->tokens[i]);
+    }
+  }
+  for (auto& t : tables) t.Release(pool);
+  return out;
+}
+
+// Every row the device can draw (greedy, plain temperature, top-k with top-p / min-p,
+// under a guided-decoding mask or bans) is drawn there and equals what the host sampler
+// draws from the same device logits; rows with penalties, logprobs or top-p alone stay
+// on the host in the same batch.
+TEST(CudaEndToEndTest, Stories260KDeviceSamplingEqualsHostSampling) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_GPU();
+  std::vector<ScheduledSequence> seqs(9);
+  auto knobs = [&](size_t i, float temperature, int32_t top_k, float top_p, float min_p) {
+    seqs[i].sampling.temperature = temperature;
+    seqs[i].sampling.top_k = top_k;
+    seqs[i].sampling.top_p = top_p;
+    seqs[i].sampling.min_p = min_p;
+    seqs[i].sampling.seed = 1234 + i;
+  };
+  knobs(0, 0.0f, 0, 1.0f, 0.0f);    // greedy
+  knobs(1, 1.0f, 0, 1.0f, 0.0f);    // OpenAI's defaults: the whole vocabulary
+  knobs(2, 0.8f, 40, 0.9f, 0.0f);   // top-k + top-p
+  knobs(3, 1.2f, 100, 1.0f, 0.1f);  // top-k + min-p
+  knobs(4, 1.0f, 0, 0.9f, 0.0f);    // top-p alone: host
+  knobs(5, 1.0f, 0, 1.0f, 0.0f);
+  seqs[5].sampling.frequency_penalty = 0.5f;  // host
+  knobs(6, 0.9f, 0, 1.0f, 0.0f);
+  seqs[6].sampling.logprobs = 2;  // host
+  knobs(7, 1.0f, 0, 1.0f, 0.0f);
+  seqs[7].allowed_token_mask.assign(16, 0x55555555u);  // even ids only, as a guide's mask
+  knobs(8, 0.0f, 0, 1.0f, 0.0f);
+  seqs[8].banned_token_ids = {13, 261, 378, 403};  // as min_tokens bans EOS
+  const std::vector<bool> on_device = {true, true, true, true, false, false, false, true, true};
+  constexpr int32_t kSteps = 40;
+
+  GpuModel device = LoadOnGpu(dir, DType::kF32, /*sample_on_backend=*/true);
+  GpuModel host = LoadOnGpu(dir, DType::kF32, /*sample_on_backend=*/false);
+  ASSERT_NE(device.runner, nullptr);
+  ASSERT_NE(host.runner, nullptr);
+  const auto got = DecodeTogether(*device.runner, seqs, kSteps);
+  const auto want = DecodeTogether(*host.runner, seqs, kSteps);
+  EXPECT_EQ(device.runner->rows_sampled_on_backend(), 6 * kSteps);
+  EXPECT_EQ(host.runner->rows_sampled_on_backend(), 0);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("sequence ", i, on_device[i] ? " (device)" : " (host)"));
+    std::set<int32_t> distinct;
+    for (int32_t k = 0; k < kSteps; ++k) {
+      ASSERT_EQ(got[i][k].token_id, want[i][k].token_id) << "step " << k;
+      EXPECT_EQ(got[i][k].top_logprobs.size(), want[i][k].top_logprobs.size());
+      EXPECT_EQ(got[i][k].logprob, want[i][k].logprob);
+      distinct.insert(got[i][k].token_id);
+    }
+    if (i == 1) {
+      EXPECT_GT(distinct.size(), 10u);  // drawn, not the argmax every time
+    }
+  }
+  EXPECT_EQ(got[6][0].top_logprobs.size(), 2u);
+  for (int32_t k = 0; k < kSteps; ++k) {
+    EXPECT_EQ(got[7][k].token_id % 2, 0) << "step " << k;
+    for (int32_t banned : seqs[8].banned_token_ids) EXPECT_NE(got[8][k].token_id, banned);
+  }
+}
+
+// Decode-only iterations run from graphs (one per batch-size bucket and context class,
+// recorded on its first iteration) and give the tokens of a runner that issues every
+// op: one sequence (bucket 1) whose context grows past 64 keys (a second graph), nine
+// together with mixed sampling (bucket 16, seven padding rows), and again after the KV
+// cache moved (the graphs name its old buffers: recorded anew).
+TEST(CudaEndToEndTest, Stories260KGraphsReplayDecodesAsEagerRuns) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_GPU();
+  auto tok = Tokenizer::FromDirectory(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::vector<int32_t> prompt = (*tok)->Encode("Once upon a time", true);
+  GpuModel graphs = LoadOnGpu(dir, DType::kF16, true, /*graphs=*/true);
+  GpuModel eager = LoadOnGpu(dir, DType::kF16, true, /*graphs=*/false);
+  ASSERT_NE(graphs.runner, nullptr);
+  ASSERT_NE(eager.runner, nullptr);
+  constexpr int32_t kSteps = 70;
+  ASSERT_LT(prompt.size(), 64u);
+  const std::vector<int32_t> want = testing::GreedyAlone(*eager.runner, prompt, kSteps);
+  EXPECT_EQ(testing::GreedyAlone(*graphs.runner, prompt, kSteps), want);
+  // The prefill ran op by op; so did the first decode of each context class (64 and 128
+  // keys), which recorded its graph; the rest replayed.
+  EXPECT_EQ(graphs.runner->graph_replays(), kSteps - 3);
+  EXPECT_EQ(eager.runner->graph_replays(), 0);
+
+  ASSERT_TRUE(graphs.runner->ResizeKvCache(graphs.runner->num_kv_blocks()).ok());
+  EXPECT_EQ(testing::GreedyAlone(*graphs.runner, prompt, kSteps), want);
+  EXPECT_EQ(graphs.runner->graph_replays(), 2 * (kSteps - 3));
+
+  std::vector<ScheduledSequence> seqs(9);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i].sampling.temperature = i % 3 == 0 ? 0.0f : 0.9f;
+    seqs[i].sampling.top_k = i % 3 == 2 ? 20 : 0;
+    seqs[i].sampling.seed = 50 + i;
+  }
+  seqs[4].allowed_token_mask.assign(16, 0x33333333u);
+  const auto got = DecodeTogether(*graphs.runner, seqs, 24);
+  const auto ref = DecodeTogether(*eager.runner, seqs, 24);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    for (size_t k = 0; k < got[i].size(); ++k) {
+      ASSERT_EQ(got[i][k].token_id, ref[i][k].token_id) << "sequence " << i << " step " << k;
+    }
+  }
+  EXPECT_EQ(graphs.runner->graph_replays(), 2 * (kSteps - 3) + 24 - 2);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <set>
 
 #include "engine/runner/sampler.h"
 #include "kernels/sampling.cuh"
@@ -62,8 +64,12 @@ TEST(SamplingKernelTest, MatchesHostSampler) {
     s.sampling.min_p = k.min_p;
     s.sampling.seed = 1000 + static_cast<uint64_t>(r);
     s.output_index = r;
-    params[r] = {k.temperature, k.top_k, k.top_p, k.min_p,
-                 SeededUniform(s.sampling.seed, static_cast<uint64_t>(s.output_index))};
+    params[r] = {k.temperature,
+                 k.top_k,
+                 k.top_p,
+                 k.min_p,
+                 SeededUniform(s.sampling.seed, static_cast<uint64_t>(s.output_index)),
+                 -1};
   }
   // A row with tied maxima: greedy picks the first.
   logits[3 * vocab + 10] = logits[3 * vocab + 20] = 100.0f;
@@ -72,7 +78,7 @@ TEST(SamplingKernelTest, MatchesHostSampler) {
   DeviceArray<float> d_logits(logits);
   DeviceArray<kernels::DeviceSamplingParams> d_params(params);
   DeviceArray<int32_t> d_tokens(std::vector<int32_t>(rows, -1));
-  ASSERT_EQ(kernels::LaunchSample(d_logits.get(), vocab, rows, vocab, d_params.get(),
+  ASSERT_EQ(kernels::LaunchSample(d_logits.get(), vocab, rows, vocab, d_params.get(), nullptr,
                                   d_tokens.get(), nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -84,6 +90,117 @@ TEST(SamplingKernelTest, MatchesHostSampler) {
     EXPECT_EQ(tokens[r], want.token_id) << "row " << r;
   }
   EXPECT_EQ(tokens[3], 10);
+}
+
+// Nothing truncates (OpenAI's defaults): the draw walks the whole vocabulary in id
+// order, as the host's does; NaN is never drawn and +inf is the largest float; token
+// masks (guides, bans) allow what the host allows. And SamplesOnBackend admits exactly
+// the rows the kernel draws as the host does.
+TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
+  ORCA_REQUIRE_GPU();
+  std::mt19937 rng(7);
+  const int32_t vocab = 32000, rows = 96;
+  std::vector<float> logits =
+      testing::RandomFloats(rng, static_cast<size_t>(rows) * vocab, -10.0f, 10.0f);
+  const float temperatures[] = {1.0f, 0.7f, 1.5f, 0.05f, 3.0f};
+  std::vector<kernels::DeviceSamplingParams> params(rows);
+  std::vector<ScheduledSequence> seqs(rows);
+  for (int32_t r = 0; r < rows; ++r) {
+    ScheduledSequence& s = seqs[r];
+    s.seq_id = static_cast<uint64_t>(r);
+    s.sampling.temperature = temperatures[r % std::size(temperatures)];
+    s.sampling.top_k = r % 7 == 0 ? vocab : 0;  // top_k >= vocab truncates nothing
+    s.sampling.seed = 77 + static_cast<uint64_t>(r);
+    s.output_index = 3 * r;
+    ASSERT_TRUE(SamplesOnBackend(s, kernels::kMaxSampleCandidates, vocab)) << "row " << r;
+    const SampleRowParams p = BackendSampleParams(s);
+    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1};
+  }
+  // Rows with NaN and +inf logits, and one where all but two tokens are NaN.
+  for (int32_t t = 0; t < vocab; t += 3) logits[5 * int64_t{vocab} + t] = NAN;
+  logits[6 * int64_t{vocab} + 123] = INFINITY;
+  for (int32_t t = 0; t < vocab; ++t) logits[7 * int64_t{vocab} + t] = NAN;
+  logits[7 * int64_t{vocab} + 4000] = 1.0f;
+  logits[7 * int64_t{vocab} + 31999] = 1.5f;
+  // Token masks, as guided decoding and bans make them, on whole-vocabulary and top-k
+  // rows: a mask of a few allowed tokens, one shorter than the vocabulary (the ids past
+  // it are not allowed), bans alone, and greedy under a mask.
+  std::vector<uint32_t> masks;
+  auto mask_row = [&](int32_t r, ScheduledSequence& s) {
+    params[r].mask_row = static_cast<int32_t>(masks.size() / kernels::MaskWords(vocab));
+    AppendBackendSampleMask(s, vocab, &masks);
+  };
+  seqs[10].allowed_token_mask.assign(kernels::MaskWords(vocab), 0u);
+  for (int32_t t : {5, 77, 31000, 31999}) seqs[10].allowed_token_mask[t / 32] |= 1u << (t % 32);
+  seqs[11].allowed_token_mask.assign(100, 0x0f0f0f0fu);  // 3,200 ids, every other nibble
+  seqs[12].banned_token_ids = {0, 1, 2, 17, 31999};
+  seqs[13].sampling.temperature = 0.0f;
+  seqs[13].allowed_token_mask = seqs[11].allowed_token_mask;
+  seqs[14].sampling.top_k = 40;
+  seqs[14].sampling.top_p = 0.8f;
+  seqs[14].allowed_token_mask = seqs[11].allowed_token_mask;
+  for (int32_t r = 10; r <= 14; ++r) {
+    ASSERT_TRUE(SamplesOnBackend(seqs[r], kernels::kMaxSampleCandidates, vocab)) << "row " << r;
+    const SampleRowParams p = BackendSampleParams(seqs[r]);
+    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1};
+    mask_row(r, seqs[r]);
+  }
+  for (int32_t t = 0; t < 64; ++t) logits[12 * int64_t{vocab} + t] = 9.0f;  // bans bite
+
+  DeviceArray<float> d_logits(logits);
+  DeviceArray<kernels::DeviceSamplingParams> d_params(params);
+  DeviceArray<uint32_t> d_masks(masks);
+  DeviceArray<int32_t> d_tokens(std::vector<int32_t>(rows, -1));
+  ASSERT_EQ(kernels::LaunchSample(d_logits.get(), vocab, rows, vocab, d_params.get(), d_masks.get(),
+                                  d_tokens.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<int32_t> tokens = d_tokens.Download();
+  std::set<int32_t> distinct;
+  for (int32_t r = 0; r < rows; ++r) {
+    std::vector<float> row(logits.begin() + int64_t{r} * vocab,
+                           logits.begin() + int64_t{r + 1} * vocab);
+    const SampledToken want = SampleToken(absl::MakeSpan(row), seqs[r]);
+    EXPECT_EQ(tokens[r], want.token_id) << "row " << r;
+    distinct.insert(tokens[r]);
+  }
+  EXPECT_EQ(tokens[6], 123);
+  EXPECT_TRUE(tokens[7] == 4000 || tokens[7] == 31999) << tokens[7];
+  EXPECT_TRUE(tokens[10] == 5 || tokens[10] == 77 || tokens[10] == 31000 || tokens[10] == 31999);
+  for (int32_t r : {11, 13, 14}) {
+    EXPECT_TRUE(tokens[r] < 3200 && (tokens[r] / 4) % 2 == 0) << "row " << r << ": " << tokens[r];
+  }
+  EXPECT_TRUE(tokens[12] >= 3 && tokens[12] != 17) << tokens[12];
+  EXPECT_GT(distinct.size(), 80u);  // draws, not one argmax
+
+  // What stays on the host: anything that edits the logits, logprobs, and top-p or
+  // min-p without a top-k.
+  ScheduledSequence s;
+  s.sampling.temperature = 1.0f;
+  EXPECT_TRUE(SamplesOnBackend(s, 1024, vocab));
+  s.sampling.top_k = 1024;
+  s.sampling.top_p = 0.9f;
+  EXPECT_TRUE(SamplesOnBackend(s, 1024, vocab));
+  s.sampling.top_k = 1025;
+  EXPECT_FALSE(SamplesOnBackend(s, 1024, vocab));
+  s.sampling.top_k = 0;
+  EXPECT_FALSE(SamplesOnBackend(s, 1024, vocab));
+  s.sampling.top_p = 1.0f;
+  s.sampling.min_p = 0.05f;
+  EXPECT_FALSE(SamplesOnBackend(s, 1024, vocab));
+  s.sampling.min_p = 0.0f;
+  auto host_only = [&](auto edit) {
+    ScheduledSequence t = s;
+    edit(t);
+    return !SamplesOnBackend(t, 1024, vocab);
+  };
+  EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.logprobs = 0; }));
+  EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.logit_bias = {{1, 2.0f}}; }));
+  EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.repetition_penalty = 1.1f; }));
+  EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.presence_penalty = 0.5f; }));
+  // Masks and bans travel to the device as token masks.
+  EXPECT_FALSE(host_only([](ScheduledSequence& t) { t.banned_token_ids = {2}; }));
+  EXPECT_FALSE(host_only([](ScheduledSequence& t) { t.allowed_token_mask = {1u}; }));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,8 +20,21 @@
 #include "kernels/norm.cuh"
 #include "kernels/paged_attention.cuh"
 #include "kernels/rope.cuh"
+#include "kernels/sampling.cuh"
 
 namespace orca {
+
+// SampleRowParams is uploaded as the kernel's parameter rows.
+static_assert(sizeof(SampleRowParams) == sizeof(kernels::DeviceSamplingParams) &&
+              offsetof(SampleRowParams, temperature) ==
+                  offsetof(kernels::DeviceSamplingParams, temperature) &&
+              offsetof(SampleRowParams, top_k) == offsetof(kernels::DeviceSamplingParams, top_k) &&
+              offsetof(SampleRowParams, top_p) == offsetof(kernels::DeviceSamplingParams, top_p) &&
+              offsetof(SampleRowParams, min_p) == offsetof(kernels::DeviceSamplingParams, min_p) &&
+              offsetof(SampleRowParams, uniform) ==
+                  offsetof(kernels::DeviceSamplingParams, uniform) &&
+              offsetof(SampleRowParams, mask_row) ==
+                  offsetof(kernels::DeviceSamplingParams, mask_row));
 namespace {
 
 using cuda_internal::DeviceMemory;
@@ -62,6 +76,9 @@ cudaDataType CudaDataType(DType t) {
 }
 
 bool IsContiguous(const Tensor& t) { return t.stride == 0 || t.stride == t.cols; }
+bool SameShape(const Tensor& a, const Tensor& b) {
+  return a.rows == b.rows && a.cols == b.cols && a.dtype == DType::kF32 && b.dtype == DType::kF32;
+}
 
 class CudaBackendImpl : public CudaBackend {
  public:
@@ -81,6 +98,7 @@ class CudaBackendImpl : public CudaBackend {
     // Workspaces go back to the pool before the handle and the stream go away.
     conversion_.reset();
     attention_ws_.reset();
+    sampling_ws_.reset();
     (void)cublasDestroy(cublas_);
   }
 
@@ -178,6 +196,36 @@ class CudaBackendImpl : public CudaBackend {
              "LaunchLayerNorm");
   }
 
+  void AddRmsNorm(Tensor residual, const Tensor& delta, const Tensor& weight, float eps,
+                  Tensor out) override {
+    if (!Expect(weight.dtype == DType::kF32 && weight.rows * weight.cols == residual.cols &&
+                    SameShape(residual, delta) && SameShape(residual, out),
+                "AddRmsNorm",
+                "weight must be F32 [1, cols], delta and out the shape of residual")) {
+      return;
+    }
+    Launched(kernels::LaunchRmsNorm({delta.f32(), delta.ld()}, {residual.f32(), residual.ld()},
+                                    weight.f32(), eps, residual.rows, residual.cols,
+                                    {out.f32(), out.ld()}, BeginOp()),
+             "LaunchRmsNorm");
+  }
+
+  void AddLayerNorm(Tensor residual, const Tensor& delta, const Tensor& weight, const Tensor& bias,
+                    float eps, Tensor out) override {
+    if (!Expect(weight.dtype == DType::kF32 && bias.dtype == DType::kF32 &&
+                    weight.rows * weight.cols == residual.cols &&
+                    bias.rows * bias.cols == residual.cols && SameShape(residual, delta) &&
+                    SameShape(residual, out),
+                "AddLayerNorm",
+                "weight and bias must be F32 [1, cols], delta and out the shape of residual")) {
+      return;
+    }
+    Launched(kernels::LaunchLayerNorm({delta.f32(), delta.ld()}, {residual.f32(), residual.ld()},
+                                      weight.f32(), bias.f32(), eps, residual.rows, residual.cols,
+                                      {out.f32(), out.ld()}, BeginOp()),
+             "LaunchLayerNorm");
+  }
+
   void Rope(Tensor x, const int32_t* positions, int32_t num_heads, int32_t head_dim,
             double theta) override {
     if (!Expect(int64_t{num_heads} * head_dim <= x.cols, "Rope",
@@ -233,6 +281,17 @@ class CudaBackendImpl : public CudaBackend {
              "LaunchGatherRows");
   }
 
+  bool SupportsGraphs() const override { return true; }
+  absl::Status BeginCapture() override;
+  absl::StatusOr<std::unique_ptr<BackendGraph>> EndCapture() override;
+  absl::Status Replay(BackendGraph& graph) override;
+  int64_t workspace_generation() const override { return workspace_generation_; }
+
+  bool SupportsSampling() const override { return true; }
+  int32_t MaxSamplingTopK() const override { return kernels::kMaxSampleCandidates; }
+  absl::Status SampleRows(const Tensor& logits, absl::Span<const SampleRowParams> params,
+                          absl::Span<const uint32_t> masks, int32_t* host_tokens) override;
+
  private:
   // Selects the device and returns the stream for the next launch.
   cudaStream_t BeginOp() {
@@ -258,6 +317,12 @@ class CudaBackendImpl : public CudaBackend {
   // null (with the error recorded) on failure.
   void* Workspace(std::unique_ptr<DeviceBuffer>& ws, size_t bytes) {
     if (ws == nullptr || ws->size() < bytes) {
+      if (capturing_) {  // a graph would keep the old buffer, and capture cannot allocate
+        Record(absl::FailedPreconditionError(
+            "cuda backend: a workspace would have to grow during graph capture"));
+        return nullptr;
+      }
+      ++workspace_generation_;
       ws.reset();
       auto buf = memory_->Allocate(bytes + bytes / 2);
       if (!buf.ok()) {
@@ -278,8 +343,107 @@ class CudaBackendImpl : public CudaBackend {
   // seen (the profiling pass's) up to a bound fixed by the SM count and head dim.
   std::unique_ptr<DeviceBuffer> attention_ws_;
   bool attention_splits_ = true;  // false once the device had no room for the partials
+  // SampleRows' parameter rows and token ids, sized by the most rows sampled at once
+  // (the profiling pass's).
+  std::unique_ptr<DeviceBuffer> sampling_ws_;
+  bool capturing_ = false;
+  int64_t workspace_generation_ = 0;  // bumped whenever a workspace moves
   int num_sms_ = 0;
 };
+
+// An instantiated CUDA graph.
+class CudaGraph : public BackendGraph {
+ public:
+  CudaGraph(cudaGraphExec_t exec, int device) : exec_(exec), device_(device) {}
+  ~CudaGraph() override {
+    (void)cudaSetDevice(device_);
+    (void)cudaGraphExecDestroy(exec_);
+  }
+  cudaGraphExec_t exec() const { return exec_; }
+
+ private:
+  cudaGraphExec_t exec_;
+  int device_;
+};
+
+absl::Status CudaBackendImpl::BeginCapture() {
+  ORCA_RETURN_IF_ERROR(TakeError());
+  if (capturing_) return absl::FailedPreconditionError("cuda backend: already capturing");
+  ORCA_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
+  // Thread-local: only this thread's calls that cannot be captured fail the capture.
+  ORCA_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+  capturing_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<BackendGraph>> CudaBackendImpl::EndCapture() {
+  if (!capturing_) return absl::FailedPreconditionError("cuda backend: not capturing");
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  absl::Status ended = ORCA_CUDA_STATUS(cudaStreamEndCapture(stream(), &graph));
+  absl::Status recorded = TakeError();  // an op that failed while recorded
+  if (ended.ok() && !recorded.ok()) ended = recorded;
+  if (!ended.ok()) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return ended;
+  }
+  cudaGraphExec_t exec = nullptr;
+  absl::Status made = ORCA_CUDA_STATUS(cudaGraphInstantiate(&exec, graph, 0));
+  (void)cudaGraphDestroy(graph);
+  ORCA_RETURN_IF_ERROR(made);
+  return std::unique_ptr<BackendGraph>(new CudaGraph(exec, device()));
+}
+
+absl::Status CudaBackendImpl::Replay(BackendGraph& graph) {
+  auto* g = dynamic_cast<CudaGraph*>(&graph);
+  if (g == nullptr) return absl::InvalidArgumentError("cuda backend: not a CUDA graph");
+  Record(ORCA_CUDA_STATUS(cudaGraphLaunch(g->exec(), BeginOp())));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackendImpl::SampleRows(const Tensor& logits,
+                                         absl::Span<const SampleRowParams> params,
+                                         absl::Span<const uint32_t> masks, int32_t* host_tokens) {
+  const int64_t rows = static_cast<int64_t>(params.size());
+  if (rows == 0) return TakeError();
+  const int64_t words = kernels::MaskWords(logits.cols);
+  if (logits.dtype != DType::kF32 || logits.rows < rows ||
+      static_cast<int64_t>(masks.size()) % words != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda backend SampleRows: expects F32 logits of at least ", rows,
+                     " rows and masks of whole rows (", words, " words each)"));
+  }
+  for (const SampleRowParams& p : params) {
+    if (p.mask_row >= static_cast<int64_t>(masks.size()) / words) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cuda backend SampleRows: mask row ", p.mask_row, " out of range"));
+    }
+  }
+  // [params][masks][tokens]: the parameters' 8-byte alignment holds for what follows.
+  const size_t params_bytes = sizeof(SampleRowParams) * static_cast<size_t>(rows);
+  const size_t mask_bytes = sizeof(uint32_t) * masks.size();
+  auto* ws = static_cast<char*>(Workspace(
+      sampling_ws_, params_bytes + mask_bytes + sizeof(int32_t) * static_cast<size_t>(rows)));
+  if (ws == nullptr) return TakeError();
+  auto* dev_params = reinterpret_cast<kernels::DeviceSamplingParams*>(ws);
+  auto* dev_masks = masks.empty() ? nullptr : reinterpret_cast<uint32_t*>(ws + params_bytes);
+  auto* dev_tokens = reinterpret_cast<int32_t*>(ws + params_bytes + mask_bytes);
+  cudaStream_t s = BeginOp();
+  Record(ORCA_CUDA_STATUS(
+      cudaMemcpyAsync(dev_params, params.data(), params_bytes, cudaMemcpyHostToDevice, s)));
+  if (dev_masks != nullptr) {
+    Record(ORCA_CUDA_STATUS(
+        cudaMemcpyAsync(dev_masks, masks.data(), mask_bytes, cudaMemcpyHostToDevice, s)));
+  }
+  Launched(kernels::LaunchSample(logits.f32(), logits.ld(), rows, logits.cols, dev_params,
+                                 dev_masks, dev_tokens, s),
+           "LaunchSample");
+  Record(ORCA_CUDA_STATUS(
+      cudaMemcpyAsync(host_tokens, dev_tokens, sizeof(int32_t) * rows, cudaMemcpyDeviceToHost, s)));
+  Record(ORCA_CUDA_STATUS(cudaStreamSynchronize(s)));
+  return TakeError();
+}
 
 void CudaBackendImpl::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) {
   const int64_t m = x.rows, k = x.cols, n = w.rows;

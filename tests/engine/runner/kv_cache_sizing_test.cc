@@ -38,7 +38,7 @@ TEST(KvCacheSizingTest, BudgetOverTheLargestRanksBlock) {
 
 TEST(KvCacheSizingTest, TheCacheDTypeResolvesPerDevice) {
   EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kAuto, Device::kCpu), DType::kF16);
-  EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kAuto, Device::kCuda), DType::kF32);
+  EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kAuto, Device::kCuda), DType::kF16);
   EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kBFloat16, Device::kCpu), DType::kBF16);
   EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kFloat32, Device::kCpu), DType::kF32);
   EXPECT_EQ(*ResolveKvCacheDType(WeightDType::kBFloat16, Device::kCuda), DType::kBF16);
