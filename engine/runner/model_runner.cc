@@ -393,7 +393,8 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& given,
   const int32_t real_seqs = static_cast<int32_t>(given.seqs.size());
   IterationPlan padded;
   if (bucket > 0) {
-    const size_t width = static_cast<size_t>(shape.kv / kv_shape_.block_size);
+    const int32_t bs = kv_shape_.block_size;
+    const size_t width = static_cast<size_t>((shape.kv + bs - 1) / bs);
     padded.seqs = given.seqs;
     padded.seqs.resize(static_cast<size_t>(bucket));
     for (int32_t i = 0; i < bucket; ++i) {

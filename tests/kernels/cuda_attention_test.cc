@@ -145,6 +145,25 @@ TEST(CudaAttentionTest, MixedBatchesMatchCpu) {
   }
 }
 
+// The split-KV workspace grows with the batch; when it moves, the backend's workspace
+// generation changes, so that CUDA graphs naming the old buffer are recorded again
+// (ModelRunner::RunGraph) instead of writing into freed memory.
+TEST(CudaAttentionTest, WorkspaceMovesChangeTheGeneration) {
+  ORCA_REQUIRE_GPU();
+  BackendPair b;
+  ASSERT_TRUE(b.ok()) << b.error();
+  std::mt19937 rng(15);
+  const AttentionCase one{"one decode", 8, 4, 8, 16, {{1, 40}}};
+  RunCase(b, one, rng);
+  const int64_t generation = b.gpu().workspace_generation();
+  RunCase(b, one, rng);
+  EXPECT_EQ(b.gpu().workspace_generation(), generation) << "nothing grew";
+  AttentionCase many{"forty decodes", 8, 4, 8, 16, {}};
+  for (int i = 0; i < 40; ++i) many.seqs.push_back({1, 300});
+  RunCase(b, many, rng);
+  EXPECT_GT(b.gpu().workspace_generation(), generation);
+}
+
 TEST(CudaAttentionTest, LargeSeqCountsUseTheChunkedScan) {
   ORCA_REQUIRE_GPU();
   BackendPair b;

@@ -238,7 +238,7 @@ TEST(CudaEndToEndTest, Stories260KDeviceSamplingEqualsHostSampling) {
 // recorded on its first iteration) and give the tokens of a runner that issues every
 // op: one sequence (bucket 1) whose context grows past 64 keys (a second graph), nine
 // together with mixed sampling (bucket 16, seven padding rows), and again after the KV
-// cache moved (the graphs name its old buffers: recorded anew).
+// cache or a backend workspace moved (the graphs name the old buffers: recorded anew).
 TEST(CudaEndToEndTest, Stories260KGraphsReplayDecodesAsEagerRuns) {
   ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
   ORCA_REQUIRE_GPU();
@@ -277,6 +277,13 @@ TEST(CudaEndToEndTest, Stories260KGraphsReplayDecodesAsEagerRuns) {
     }
   }
   EXPECT_EQ(graphs.runner->graph_replays(), 2 * (kSteps - 3) + 24 - 2);
+
+  // The nine prompts' prefill grew the backend's attention workspace: the one-sequence
+  // graphs recorded before it name the old buffer and must be recorded again (two more
+  // iterations op by op), not replayed.
+  const int64_t before = graphs.runner->graph_replays();
+  EXPECT_EQ(testing::GreedyAlone(*graphs.runner, prompt, kSteps), want);
+  EXPECT_EQ(graphs.runner->graph_replays(), before + kSteps - 3);
 }
 
 }  // namespace

@@ -507,7 +507,9 @@ void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Te
         kernels::PagedAttentionFixedWorkspaceBytes(batch.num_seqs, shape.head_dim, num_sms_),
         kernels::PagedAttentionWorkspaceBytes(batch.num_seqs, q.rows, num_heads, shape.head_dim,
                                               kernels::kPagedAttentionMaxSplits));
-    if (attention_ws_ == nullptr || attention_ws_->size() < with_splits) {
+    if ((attention_ws_ == nullptr || attention_ws_->size() < with_splits) && !capturing_) {
+      // (While capturing, Workspace below fails the capture if the buffer is too small.)
+      ++workspace_generation_;
       attention_ws_.reset();
       auto buf = memory_->Allocate(with_splits + with_splits / 2);
       if (buf.ok()) {
