@@ -316,22 +316,25 @@ class CudaBackendImpl : public CudaBackend {
   // Returns a device workspace of at least `bytes`, grown (stream-ordered) as needed;
   // null (with the error recorded) on failure.
   void* Workspace(std::unique_ptr<DeviceBuffer>& ws, size_t bytes) {
-    if (ws == nullptr || ws->size() < bytes) {
-      if (capturing_) {  // a graph would keep the old buffer, and capture cannot allocate
-        Record(absl::FailedPreconditionError(
-            "cuda backend: a workspace would have to grow during graph capture"));
-        return nullptr;
-      }
-      ++workspace_generation_;
-      ws.reset();
-      auto buf = memory_->Allocate(bytes + bytes / 2);
-      if (!buf.ok()) {
-        Record(buf.status());
-        return nullptr;
-      }
-      ws = std::move(*buf);
+    if (absl::Status s = Grow(ws, bytes); !s.ok()) {
+      Record(std::move(s));
+      return nullptr;
     }
     return ws->data();
+  }
+  // Makes `ws` hold at least `bytes` (with headroom); a workspace that moves changes
+  // workspace_generation(), and none may move while a graph is recorded (the graph
+  // would name the old buffer, and a capture cannot allocate). On failure `ws` is empty.
+  absl::Status Grow(std::unique_ptr<DeviceBuffer>& ws, size_t bytes) {
+    if (ws != nullptr && ws->size() >= bytes) return absl::OkStatus();
+    if (capturing_) {
+      return absl::FailedPreconditionError(
+          "cuda backend: a workspace would have to grow during graph capture");
+    }
+    ++workspace_generation_;
+    ws.reset();
+    ORCA_ASSIGN_OR_RETURN(ws, memory_->Allocate(bytes + bytes / 2));
+    return absl::OkStatus();
   }
 
   std::shared_ptr<DeviceMemory> memory_;
@@ -507,17 +510,9 @@ void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Te
         kernels::PagedAttentionFixedWorkspaceBytes(batch.num_seqs, shape.head_dim, num_sms_),
         kernels::PagedAttentionWorkspaceBytes(batch.num_seqs, q.rows, num_heads, shape.head_dim,
                                               kernels::kPagedAttentionMaxSplits));
-    if ((attention_ws_ == nullptr || attention_ws_->size() < with_splits) && !capturing_) {
-      // (While capturing, Workspace below fails the capture if the buffer is too small.)
-      ++workspace_generation_;
-      attention_ws_.reset();
-      auto buf = memory_->Allocate(with_splits + with_splits / 2);
-      if (buf.ok()) {
-        attention_ws_ = std::move(*buf);
-      } else {
-        attention_splits_ = false;
-      }
-    }
+    // (While capturing, the eager run before has grown it; if not, Workspace below
+    // fails the capture when even one split has no room.)
+    if (!capturing_ && !Grow(attention_ws_, with_splits).ok()) attention_splits_ = false;
   }
   void* ws = Workspace(attention_ws_, kernels::PagedAttentionWorkspaceBytes(
                                           batch.num_seqs, q.rows, num_heads, shape.head_dim, 1));
