@@ -13,9 +13,9 @@
 
 namespace orca {
 
-// Expansion work of one Close (stacks looked at) at most: bounds a step of a highly
-// ambiguous grammar.
-constexpr size_t kMaxCloseSteps = 200000;
+// Expansion work of one Close at most (stack positions looked at): bounds a step of a
+// highly ambiguous grammar whatever the depth of its stacks.
+constexpr size_t kMaxCloseWork = size_t{1} << 21;
 
 using Element = GrammarAutomaton::Element;
 using ByteSet = GrammarAutomaton::ByteSet;
@@ -27,6 +27,15 @@ void Add(ByteSet& s, uint8_t lo, uint8_t hi) {
   for (int b = lo; b <= hi; ++b) s[static_cast<size_t>(b) >> 6] |= uint64_t{1} << (b & 63);
 }
 bool IsEnd(const Element& e) { return e.set < 0 && e.rule < 0; }
+
+// Stacks ordered shallowest first, then from the top down: stacks of one configuration
+// share long bottoms and differ near their tops, so comparisons end early.
+struct ShallowTopFirst {
+  bool operator()(const std::vector<int32_t>& a, const std::vector<int32_t>& b) const {
+    if (a.size() != b.size()) return a.size() < b.size();
+    return std::lexicographical_compare(a.rbegin(), a.rend(), b.rbegin(), b.rend());
+  }
+};
 
 // Strongly connected components of a graph (iterative Tarjan); returns each node's.
 std::vector<int32_t> Components(const std::vector<std::vector<int32_t>>& edges) {
@@ -368,12 +377,13 @@ absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> GrammarAutomaton::Compil
 }
 
 GrammarAutomaton::Config GrammarAutomaton::Close(Config work) const {
-  std::set<Stack> seen;
+  std::set<Stack, ShallowTopFirst> seen;
   Config out;
-  size_t steps = 0;
-  while (!work.empty() && ++steps <= kMaxCloseSteps) {
+  size_t done = 0;
+  while (!work.empty() && done <= kMaxCloseWork) {
     Stack st = std::move(work.back());
     work.pop_back();
+    done += st.size() + 1;
     if (!seen.insert(st).second) continue;
     if (st.empty()) {
       out.push_back(std::move(st));
@@ -402,9 +412,15 @@ GrammarAutomaton::Config GrammarAutomaton::Close(Config work) const {
       work.push_back(std::move(next));
     }
   }
-  std::sort(out.begin(), out.end());
+  // One order per set, so equal configurations intern as one state; shallowest first,
+  // so what is cut off is the deepest nesting.
+  std::sort(out.begin(), out.end(), ShallowTopFirst());
   out.erase(std::unique(out.begin(), out.end()), out.end());
-  if (out.size() > kMaxStacks) out.resize(kMaxStacks);
+  size_t kept = 0, positions = 0;
+  while (kept < out.size() && kept < kMaxStacks && positions + out[kept].size() <= kMaxPositions) {
+    positions += out[kept++].size();
+  }
+  out.resize(kept);
   return out;
 }
 
@@ -454,9 +470,12 @@ int32_t GrammarAutomaton::Intern(Config stacks) const {
   return id;
 }
 
-GrammarAutomaton::Config GrammarAutomaton::ConfigOf(int32_t state) const {
+const GrammarAutomaton::Config& GrammarAutomaton::ConfigOf(int32_t state) const {
+  static const Config kNone;
   absl::MutexLock lock(&mu_);
-  if (state < 0 || static_cast<size_t>(state) >= states_.size()) return {};
+  if (state < 0 || static_cast<size_t>(state) >= states_.size()) return kNone;
+  // A State never moves (unique_ptr) and its stacks never change once interned, so the
+  // reference stays valid and may be read outside the lock.
   return states_[static_cast<size_t>(state)]->stacks;
 }
 
@@ -476,8 +495,9 @@ int32_t GrammarAutomaton::Next(int32_t state, uint8_t byte) const {
 }
 
 int32_t GrammarAutomaton::Walk(int32_t state, std::string_view bytes) const {
-  Config c = ConfigOf(state);
-  for (char b : bytes) {
+  if (bytes.empty()) return ConfigOf(state).empty() ? kDead : state;
+  Config c = Step(ConfigOf(state), static_cast<uint8_t>(bytes[0]));
+  for (char b : bytes.substr(1)) {
     if (c.empty()) return kDead;
     c = Step(c, static_cast<uint8_t>(b));
   }
@@ -530,6 +550,12 @@ size_t GrammarAutomaton::depth(int32_t state) const {
   size_t deepest = 0;
   for (const Stack& s : ConfigOf(state)) deepest = std::max(deepest, s.size());
   return deepest;
+}
+
+size_t GrammarAutomaton::positions(int32_t state) const {
+  size_t total = 0;
+  for (const Stack& s : ConfigOf(state)) total += s.size();
+  return total;
 }
 
 int32_t GrammarAutomaton::num_states() const {

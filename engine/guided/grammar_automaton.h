@@ -21,8 +21,9 @@
 // repetitions are expanded. Rules that cannot finish (infinite recursion) are dropped.
 //
 // Bounds while running: a stack deeper than kMaxDepth (nesting that deep), a
-// configuration beyond kMaxStacks stacks (highly ambiguous grammars) and any state past
-// kMaxStates are cut off (those continuations become kDead): what the guide allows is
+// configuration beyond kMaxStacks stacks or kMaxPositions positions in all (highly
+// ambiguous grammars; the deepest stacks go first) and any state past kMaxStates are
+// cut off (those continuations become kDead): what the guide allows is
 // always a sentence prefix, but such sentences cannot be produced; a guide past
 // kMaxStates says so (exhausted()) and the guide cache compiles a fresh one for later
 // requests. Thread-safe: states are made under a mutex, walks run outside it.
@@ -49,6 +50,9 @@ class GrammarAutomaton final : public ByteAutomaton {
   static constexpr int32_t kMaxStates = 200000;
   static constexpr size_t kMaxDepth = 512;
   static constexpr size_t kMaxStacks = 1024;
+  // Positions across a configuration's stacks: bounds what one step copies and expands
+  // (an ambiguous grammar nesting deep has many deep stacks).
+  static constexpr size_t kMaxPositions = size_t{1} << 15;
   static constexpr size_t kMaxElements = 1 << 18;
 
   // `max_states` (tests): kMaxStates.
@@ -70,6 +74,8 @@ class GrammarAutomaton final : public ByteAutomaton {
   int32_t num_states() const;
   // The deepest stack of a state (0 for an unknown one): how near kMaxDepth it is.
   size_t depth(int32_t state) const;
+  // Positions across the state's stacks (at most kMaxPositions).
+  size_t positions(int32_t state) const;
   bool exhausted() const override { return num_states() >= max_states_; }
 
   // One element of the program.
@@ -81,7 +87,7 @@ class GrammarAutomaton final : public ByteAutomaton {
 
  private:
   using Stack = std::vector<int32_t>;  // positions in program_, the top last
-  using Config = std::vector<Stack>;   // sorted; tops are byte sets, or empty
+  using Config = std::vector<Stack>;   // shallowest first; tops are byte sets, or empty
   struct State {
     Config stacks;
     bool accepting = false, has_next = false;
@@ -93,8 +99,9 @@ class GrammarAutomaton final : public ByteAutomaton {
   Config Close(Config work) const;
   // The configuration after reading `byte` (empty: none).
   Config Step(const Config& from, uint8_t byte) const;
-  // A copy of a state's configuration (empty for an unknown state).
-  Config ConfigOf(int32_t state) const;
+  // A state's configuration (empty for an unknown state); immutable, valid for the
+  // automaton's life.
+  const Config& ConfigOf(int32_t state) const;
   int32_t Intern(Config stacks) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   int32_t max_states_ = kMaxStates;

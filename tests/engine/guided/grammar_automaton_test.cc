@@ -87,6 +87,28 @@ item ::= [0-9]+)");
   EXPECT_FALSE(parens->Matches(std::string(deep, '(') + "x" + std::string(deep, ')')));
 }
 
+// Found by fuzzing (tests/fuzz/regressions/guided_grammar/ambiguous-deep-nesting.gbnf:
+// the fuzzer's walk over it took 46 s): an ambiguous grammar that nests deep makes
+// many deep stacks, each copied and expanded for every byte tried. Here "a"^n is read
+// with 0..n optional "b"s pending: n stacks of up to n positions (n^2/2 in all). A
+// configuration now holds kMaxPositions at most, the shallowest stacks kept.
+TEST(GrammarAutomatonTest, AmbiguousDeepNestingStaysBounded) {
+  auto g = Compile(R"(root ::= "a" root "b"? | "a" root | "c")");
+  int32_t s = g->start();
+  size_t most = 0;
+  for (int step = 0; step < 500; ++step) {
+    s = g->Next(s, 'a');
+    ASSERT_NE(s, ByteAutomaton::kDead) << step;
+    most = std::max(most, g->positions(s));
+  }
+  EXPECT_LE(most, GrammarAutomaton::kMaxPositions);
+  EXPECT_GT(most, GrammarAutomaton::kMaxPositions / 2);  // the bound is what held it
+  // What is kept still reads on and closes: the shallow readings.
+  EXPECT_TRUE(g->accepting(g->Walk(s, "c")));
+  EXPECT_TRUE(g->accepting(g->Walk(s, "cbb")));
+  EXPECT_LT(g->depth(s), GrammarAutomaton::kMaxDepth);
+}
+
 TEST(GrammarAutomatonTest, ErrorsNameTheProblemAndWhere) {
   const std::pair<std::string, std::string> cases[] = {
       {"root ::= item", "line 1, column 10: rule 'item' is not defined"},
