@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/simd.h"
 #include "engine/common/status_macros.h"
 #include "engine/kv/kv_block_pool.h"
 #include "engine/model/model_config.h"
@@ -180,6 +181,7 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
   auto backend = CreateCpuBackend(o.threads);
   ModelRunnerOptions ro;
   ro.kv_cache_dtype = o.kv_cache_dtype;
+  ro.dtype = o.weight_dtype;
   ro.num_kv_blocks = max_batch * ((o.input_len + o.output_len + 15) / 16) + 8;
   ORCA_ASSIGN_OR_RETURN(auto runner, ModelRunner::Create(o.model_dir, backend.get(), ro));
   const ModelConfig& cfg = runner->config();
@@ -267,7 +269,9 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
         {"output_len", o.output_len},
         {"threads", o.threads},
         {"repeats", o.repeats},
-        {"kv_cache_dtype", std::string(DTypeName(o.kv_cache_dtype))}}},
+        {"kv_cache_dtype", std::string(DTypeName(o.kv_cache_dtype))},
+        {"dtype", std::string(WeightDTypeName(o.weight_dtype))},
+        {"simd", SimdLevelName(CpuSimdLevel())}}},
       {"roofline",
        {{"sgemm_gflops", roof.sgemm_gflops},
         {"read_gbs", roof.read_gbs},

@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/common/dtype.h"
+#include "engine/config/engine_config.h"
 
 namespace orca::bench {
 
@@ -41,6 +42,7 @@ struct EngineSweepOptions {
   int32_t repeats = 1;                 // runs per batch size; the fastest is reported
   double roofline_s = 1.0;             // time spent on each roofline measurement
   DType kv_cache_dtype = DType::kF16;  // the CPU's default (ResolveKvCacheDType)
+  WeightDType weight_dtype = WeightDType::kAuto;
 };
 
 struct Roofline {

@@ -73,6 +73,13 @@ absl::Status Engine(const Flags& f, const std::string& command) {
         "--kv-cache-dtype: '", kv_name, "' is not one of auto, float32, float16, bfloat16"));
   }
   ORCA_ASSIGN_OR_RETURN(o.kv_cache_dtype, ResolveKvCacheDType(*kv, Device::kCpu));
+  const std::string dtype_name = f.GetString("dtype");
+  const std::optional<WeightDType> dtype = ParseWeightDType(dtype_name);
+  if (!dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dtype: '", dtype_name, "' is not one of auto, float32, float16, bfloat16"));
+  }
+  o.weight_dtype = *dtype;
   ORCA_ASSIGN_OR_RETURN(json doc, RunEngineSweep(o, [](const std::string& line) {
                           std::cerr << "[engine] " << line << "\n";
                         }));
@@ -247,6 +254,7 @@ int RunEngineBench(int argc, char** argv) {
       .Add("repeats", "1", "runs per batch size (the fastest is kept)")
       .Add("roofline-seconds", "1", "time spent on each roofline measurement")
       .Add("kv-cache-dtype", "auto", "KV cache element type (auto = float16 on the CPU)")
+      .Add("dtype", "auto", "weight dtype (auto = the checkpoint's)")
       .Add("label", "orca", "curve name")
       .Add("out", "", "result JSON file (default: stdout)")
       .Add("plot", "", "PNG file (default with --out: OUT with .png)")

@@ -362,11 +362,6 @@ void ReadSpec(const FieldReader& r, InferenceDeploymentSpec& s) {
             "engine.prefixCaching requires engine.schedulingPolicy 'iteration' (request-level "
             "batching never shares KV blocks, so the engine would turn prefix caching off)");
   }
-  if (s.parallelism.device == "cpu" && s.model.dtype != "auto" && s.model.dtype != "float32") {
-    r.Error(r.path(),
-            "parallelism.device cpu stores weights in float32 only: set model.dtype to auto or "
-            "float32, or run on device gpu");
-  }
 
   s.image = r.String("image", s.image);
   if (s.image.empty()) r.Error(r.Path("image"), "must not be empty");

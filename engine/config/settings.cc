@@ -180,8 +180,10 @@ std::vector<Setting> BuildSettings() {
   s.push_back(String("model.name", "served-model-name", &C::model, &ModelOptions::served_name,
                      kServing, "model name clients use (default: the model directory's name)"));
   s.push_back(Enum("model.dtype", "dtype", &C::model, &ModelOptions::dtype, kDTypes, kCompute,
-                   "weight dtype after loading: auto keeps the checkpoint's where the backend "
-                   "stores it"));
+                   "weight dtype after loading: auto keeps the checkpoint's (both backends "
+                   "store float32, float16 and bfloat16; the CPU widens 16-bit weights as it "
+                   "reads them, so the arithmetic is float32's and a decode streams half the "
+                   "bytes)"));
   s.push_back(Int("model.max_model_len", "max-model-len", &C::model, &ModelOptions::max_model_len,
                   0, 1 << 24, kServing | kGenerate, "context length (0 = the model's)"));
   // device

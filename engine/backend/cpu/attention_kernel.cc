@@ -14,28 +14,12 @@ namespace {
 
 constexpr float kF16Max = 65504.0f;
 
-inline float ToF32(float x) { return x; }
-inline float ToF32(Fp16 x) { return F16ToF32(x.bits); }
-inline float ToF32(Bf16 x) { return Bf16ToF32(x.bits); }
-
 inline void FromF32(float x, float* dst) { *dst = x; }
 inline void FromF32(float x, Fp16* dst) {
   // std::clamp keeps NaN (both comparisons are false).
   dst->bits = F32ToF16(std::clamp(x, -kF16Max, kF16Max));
 }
 inline void FromF32(float x, Bf16* dst) { dst->bits = F32ToBf16(x); }
-
-// Eight elements as float32.
-__attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const float* p) {
-  return _mm256_loadu_ps(p);
-}
-__attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const Fp16* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-__attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const Bf16* p) {
-  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-}
 
 template <typename T>
 void AttendScalar(int d, int q_len, int kv_len, const float* q, int64_t ldq, const T* const* krow,
@@ -233,7 +217,7 @@ __attribute__((target("avx2,fma,f16c"))) void StoreF16Avx2(const float* src, int
 
 template <typename T>
 bool HasAvx2PathFor() {
-  return CpuHasAvx2Fma() && (!std::is_same_v<T, Fp16> || CpuHasF16c());
+  return CpuSimdLevel() >= SimdLevel::kAvx2;
 }
 
 }  // namespace

@@ -13,15 +13,9 @@
 
 #include <cstdint>
 
-namespace orca {
+#include "engine/backend/cpu/half.h"
 
-// Element types of a 16-bit KV cache (bit patterns; the conversions are in dtype.h).
-struct Fp16 {
-  uint16_t bits;
-};
-struct Bf16 {
-  uint16_t bits;
-};
+namespace orca {
 
 // For query row i in [0, q_len), at position p = kv_len - q_len + i, writes
 //   out[i] = softmax_j(scale * q[i] . k[j]) weighted sum of v[j], j in [0, p]

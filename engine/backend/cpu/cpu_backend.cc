@@ -1,7 +1,8 @@
 // The CPU backend: OpenBLAS for GEMMs, a thread pool for attention and element-wise
-// work. Computes in float32 (weights are converted to F32 when loaded); the KV cache
-// holds float32, float16 or bfloat16 (attention_kernel.h). It is also the
-// reference every CUDA kernel is checked against.
+// work. Computes in float32; weights are float32, float16 or bfloat16 (16-bit ones are
+// widened exactly where they are read: small_gemm.h, Linear), the KV cache float32,
+// float16 or bfloat16 (attention_kernel.h). It is also the reference every CUDA kernel
+// is checked against.
 #include <cblas.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/attention_kernel.h"
+#include "engine/backend/cpu/onednn_gemm.h"
 #include "engine/backend/cpu/small_gemm.h"
 #include "engine/common/cpu_limit.h"
 #include "engine/common/thread_pool.h"
@@ -56,10 +58,12 @@ inline float ApplyActivation(float x, Activation act) {
 
 class CpuBackend : public Backend {
  public:
-  explicit CpuBackend(int num_threads) : pool_(num_threads) {}
+  explicit CpuBackend(int num_threads) : pool_(num_threads) {
+    if (OneDnnBf16Gemm::Available()) onednn_ = std::make_unique<OneDnnBf16Gemm>(num_threads);
+  }
 
   std::string name() const override { return "cpu"; }
-  bool SupportsWeightDType(DType dtype) const override { return dtype == DType::kF32; }
+  bool SupportsWeightDType(DType) const override { return true; }
   bool SupportsKvCacheDType(DType) const override { return true; }
 
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override {
@@ -95,8 +99,16 @@ class CpuBackend : public Backend {
   void Embedding(const int32_t* ids, int64_t n, const Tensor& table, Tensor out,
                  bool accumulate) override {
     const int64_t h = table.cols;
+    std::vector<float> row;
     for (int64_t i = 0; i < n; ++i) {
       const float* src = table.f32() + static_cast<int64_t>(ids[i]) * h;
+      if (table.dtype != DType::kF32) {
+        row.resize(static_cast<size_t>(h));
+        ConvertToF32(static_cast<const char*>(table.data) +
+                         static_cast<size_t>(ids[i] * h) * DTypeSize(table.dtype),
+                     table.dtype, static_cast<size_t>(h), row.data());
+        src = row.data();
+      }
       float* dst = out.f32() + i * h;
       if (accumulate) {
         for (int64_t j = 0; j < h; ++j) dst[j] += src[j];
@@ -106,17 +118,42 @@ class CpuBackend : public Backend {
     }
   }
 
+  // float32 weights: OpenBLAS (sgemv for one row, sgemm from 17), SmallGemm between.
+  // 16-bit weights (stored as the checkpoint has them, half the bytes to stream):
+  // bfloat16 ones from kOneDnnBf16MinRows rows go through oneDNN where the CPU multiplies
+  // bfloat16 pairs (onednn_gemm.h: activations rounded to bfloat16, 2-2.5x sgemm's
+  // rate); the rest through SmallGemm up to 16 rows (widening in registers) and
+  // WidenedGemm beyond, both in float32 arithmetic.
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) override {
     const int m = static_cast<int>(x.rows), k = static_cast<int>(x.cols),
               n = static_cast<int>(w.rows);
     if (m == 0) return;
     float beta = 0.0f;
     const int lda = static_cast<int>(x.ld()), ldc = static_cast<int>(out.ld());
+    const float* b = bias ? bias->f32() : nullptr;
+    const ParallelForFn spread = [this, m, n, k](int64_t tasks,
+                                                 const std::function<void(int64_t)>& fn) {
+      ParallelFor(tasks, int64_t{m} * n * k, fn);
+    };
+    if (w.dtype != DType::kF32) {
+      if (w.dtype == DType::kBF16 && m >= kOneDnnBf16MinRows && onednn_ != nullptr &&
+          onednn_->Run(m, n, k, x.f32(), lda, static_cast<const uint16_t*>(w.data), b, out.f32(),
+                       ldc)) {
+        return;
+      }
+      if (m <= kSmallGemmMaxRows && w.dtype == DType::kBF16) {
+        SmallGemm(m, n, k, x.f32(), lda, static_cast<const Bf16*>(w.data), b, out.f32(), ldc,
+                  spread);
+      } else if (m <= kSmallGemmMaxRows) {
+        SmallGemm(m, n, k, x.f32(), lda, static_cast<const Fp16*>(w.data), b, out.f32(), ldc,
+                  spread);
+      } else {
+        WidenedGemm(x, w, b, out);
+      }
+      return;
+    }
     if (m >= 2 && m <= kSmallGemmMaxRows) {  // decode batches: stream the weights once
-      SmallGemm(m, n, k, x.f32(), lda, w.f32(), bias ? bias->f32() : nullptr, out.f32(), ldc,
-                [this, m, n, k](int64_t tasks, const std::function<void(int64_t)>& fn) {
-                  ParallelFor(tasks, int64_t{m} * n * k, fn);
-                });
+      SmallGemm(m, n, k, x.f32(), lda, w.f32(), b, out.f32(), ldc, spread);
       return;
     }
     if (bias != nullptr) {
@@ -311,6 +348,44 @@ class CpuBackend : public Backend {
 
   // Spreads fn over the pool only when the work (in rough flops) pays for the hand-off;
   // small iterations run on the calling thread.
+  // out = x * w^T (+ bias) for 16-bit w and more rows than SmallGemm takes: w is widened
+  // to float32 a panel of rows at a time (4 MB or more, on every core) and each panel goes
+  // through sgemm, so the widening is paid once per weight row per call, which for
+  // prefill batches (hundreds of rows) is a few percent of the sgemm's work.
+  void WidenedGemm(const Tensor& x, const Tensor& w, const float* bias, Tensor out) {
+    const int m = static_cast<int>(x.rows), k = static_cast<int>(x.cols),
+              n = static_cast<int>(w.rows);
+    const int lda = static_cast<int>(x.ld()), ldc = static_cast<int>(out.ld());
+    // At least 256 rows a panel: sgemm over fewer output columns loses its rate.
+    constexpr int64_t kPanelElements = int64_t{1} << 20;
+    constexpr int64_t kRowsPerTask = 16;
+    const int64_t panel_rows = std::max<int64_t>(256, kPanelElements / k);
+    panel_.resize(static_cast<size_t>(std::min<int64_t>(panel_rows, n) * k));
+    for (int64_t n0 = 0; n0 < n; n0 += panel_rows) {
+      const int64_t rows = std::min<int64_t>(panel_rows, n - n0);
+      ParallelFor((rows + kRowsPerTask - 1) / kRowsPerTask, rows * k, [&](int64_t t) {
+        const int64_t r0 = t * kRowsPerTask, r1 = std::min(rows, r0 + kRowsPerTask);
+        const size_t first = static_cast<size_t>((n0 + r0) * k), count = (r1 - r0) * k;
+        float* dst = panel_.data() + r0 * k;
+        if (w.dtype == DType::kBF16) {
+          WidenToF32(static_cast<const Bf16*>(w.data) + first, static_cast<int64_t>(count), dst);
+        } else {
+          WidenToF32(static_cast<const Fp16*>(w.data) + first, static_cast<int64_t>(count), dst);
+        }
+      });
+      float beta = 0.0f;
+      if (bias != nullptr) {
+        for (int i = 0; i < m; ++i) {
+          std::memcpy(out.f32() + int64_t{i} * ldc + n0, bias + n0,
+                      static_cast<size_t>(rows) * sizeof(float));
+        }
+        beta = 1.0f;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, static_cast<int>(rows), k, 1.0f,
+                  x.f32(), lda, panel_.data(), k, beta, out.f32() + n0, ldc);
+    }
+  }
+
   void ParallelFor(int64_t n, int64_t work, const std::function<void(int64_t)>& fn) {
     constexpr int64_t kMinParallelWork = 1 << 18;
     if (work < kMinParallelWork) {
@@ -321,6 +396,8 @@ class CpuBackend : public Backend {
   }
 
   ThreadPool pool_;
+  std::vector<float> panel_;                // WidenedGemm's widened weight rows
+  std::unique_ptr<OneDnnBf16Gemm> onednn_;  // where OneDnnBf16Gemm::Available()
 };
 
 }  // namespace

@@ -1,23 +1,56 @@
-// What the CPU the process runs on supports, for kernels that pick an AVX2 path at run
+// What the CPU the process runs on supports, for kernels that pick their path at run
 // time (the binaries are built for the baseline x86-64 so that they run anywhere), and
-// the AVX2 helpers those kernels share. Include only from files whose AVX2 functions
-// carry __attribute__((target("avx2,fma"))) (or a superset).
+// the vector helpers those kernels share. Include only from files whose vector
+// functions carry __attribute__((target(...))) with at least the helpers' features.
 #pragma once
 
 #include <immintrin.h>
 
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/backend/cpu/half.h"
+
 namespace orca {
 
-inline bool CpuHasAvx2Fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
+// The kernel paths, narrowest first. kAvx2: AVX2 + FMA + F16C (every CPU with AVX2 we
+// know of has all three). kAvx512: AVX-512 F, BW, DQ and VL besides (Intel since
+// Skylake-SP, AMD since Zen 4).
+enum class SimdLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+inline const char* SimdLevelName(SimdLevel l) {
+  return l == SimdLevel::kAvx512 ? "avx512" : l == SimdLevel::kAvx2 ? "avx2" : "scalar";
 }
 
-// F16C: the vcvtph2ps / vcvtps2ph conversions between float16 and float32 (every CPU
-// with AVX2 that we know of has it, but it is a separate CPUID bit).
-inline bool CpuHasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c");
-  return has;
+// The widest level this CPU runs.
+inline SimdLevel CpuMaxSimdLevel() {
+  static const SimdLevel level = [] {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+        !__builtin_cpu_supports("f16c")) {
+      return SimdLevel::kScalar;
+    }
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+      return SimdLevel::kAvx512;
+    }
+    return SimdLevel::kAvx2;
+  }();
+  return level;
+}
+
+// The level kernels use: CpuMaxSimdLevel(), capped by ORCA_CPU_SIMD=scalar|avx2 when set
+// (benchmarks compare the paths in one build; a level the CPU lacks is never chosen).
+inline SimdLevel CpuSimdLevel() {
+  static const SimdLevel level = [] {
+    SimdLevel l = CpuMaxSimdLevel();
+    const char* cap = std::getenv("ORCA_CPU_SIMD");
+    if (cap != nullptr && std::strcmp(cap, "scalar") == 0) l = SimdLevel::kScalar;
+    if (cap != nullptr && std::strcmp(cap, "avx2") == 0 && l > SimdLevel::kAvx2) {
+      l = SimdLevel::kAvx2;
+    }
+    return l;
+  }();
+  return level;
 }
 
 // The sum of the eight lanes of `v`.
@@ -26,6 +59,31 @@ __attribute__((target("avx2,fma"))) inline float Sum8(__m256 v) {
   lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
   lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
   return _mm_cvtss_f32(lo);
+}
+
+// Eight elements as float32 (16-bit ones widened exactly).
+__attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+__attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const Fp16* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+__attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const Bf16* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+#define ORCA_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+
+// Sixteen elements as float32.
+ORCA_AVX512 inline __m512 Load16(const float* p) { return _mm512_loadu_ps(p); }
+ORCA_AVX512 inline __m512 Load16(const Fp16* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+ORCA_AVX512 inline __m512 Load16(const Bf16* p) {
+  const __m512i wide =
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
 }
 
 }  // namespace orca

@@ -162,6 +162,7 @@ const VARIATIONS = {
   "https .tar": { "/spec/model/uri": "https://host/m.tar" },
   "hostpath model": { "/spec/model/uri": "hostpath:///mnt/models/x" },
   "cpu with float32": { "/spec/parallelism/device": "cpu", "/spec/model/dtype": "float32" },
+  "cpu with bfloat16": { "/spec/parallelism/device": "cpu", "/spec/model/dtype": "bfloat16" },
   "cpu with auto and 2 ranks per pod": {
     "/spec/parallelism": { device: "cpu", tensor: 2, gpusPerPod: 2, pipeline: 2 },
   },

@@ -15,7 +15,7 @@
 namespace orca::testing {
 
 LoadedModel LoadModel(const std::string& dir, int32_t num_blocks, int32_t block_size,
-                      int32_t sampler_threads, DType kv_cache_dtype) {
+                      int32_t sampler_threads, DType kv_cache_dtype, WeightDType weight_dtype) {
   LoadedModel m;
   m.backend = CreateCpuBackend(2);
   ModelRunnerOptions opts;
@@ -23,6 +23,7 @@ LoadedModel LoadModel(const std::string& dir, int32_t num_blocks, int32_t block_
   opts.block_size = block_size;
   opts.sampler_threads = sampler_threads;
   opts.kv_cache_dtype = kv_cache_dtype;
+  opts.dtype = weight_dtype;
   auto runner = ModelRunner::Create(dir, m.backend.get(), opts);
   EXPECT_TRUE(runner.ok()) << runner.status();
   if (runner.ok()) m.runner = std::move(*runner);

@@ -20,7 +20,8 @@ struct LoadedModel {
 
 // Loads `dir` on a CPU backend with a small KV cache; aborts the test on failure.
 LoadedModel LoadModel(const std::string& dir, int32_t num_blocks = 256, int32_t block_size = 16,
-                      int32_t sampler_threads = 1, DType kv_cache_dtype = DType::kF32);
+                      int32_t sampler_threads = 1, DType kv_cache_dtype = DType::kF32,
+                      WeightDType weight_dtype = WeightDType::kAuto);
 
 // Returns the logits of every position of `tokens`, computed by prefill chunks of
 // `chunk` tokens (all rows returned). [tokens.size() * vocab].

@@ -1,0 +1,124 @@
+#include "engine/backend/cpu/onednn_gemm.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/common/dtype.h"
+
+#ifdef ORCA_HAVE_ONEDNN
+#include <immintrin.h>
+#include <omp.h>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#endif
+
+namespace orca {
+
+#ifdef ORCA_HAVE_ONEDNN
+
+namespace {
+
+// AVX512_BF16 (every CPU with AMX-BF16 has it too): vdpbf16ps, and vcvtneps2bf16 below.
+bool CpuHasBf16DotProducts() { return __builtin_cpu_supports("avx512bf16"); }
+
+// n float32 values as bfloat16, rounded to nearest even (NaN stays NaN), 16 at a time.
+__attribute__((target("avx512f,avx512bf16,avx512vl,avx512bw"))) void RoundToBf16(const float* src,
+                                                                                 int n,
+                                                                                 uint16_t* dst) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256bh b = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + i));
+    std::memcpy(dst + i, &b, sizeof(b));
+  }
+  for (; i < n; ++i) dst[i] = F32ToBf16(src[i]);
+}
+
+}  // namespace
+
+struct OneDnnBf16Gemm::Impl {
+  int threads;
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<std::pair<int, int>, dnnl::matmul> primitives;  // by (n, k)
+  std::vector<uint16_t> x16;                               // the activations, rounded
+
+  // The primitive for [*, k] x [n, k]^T, made on first use (rows and row strides are
+  // given at run time).
+  dnnl::matmul* For(int n, int k) {
+    auto it = primitives.find({n, k});
+    if (it != primitives.end()) return &it->second;
+    using dt = dnnl::memory::data_type;
+    const dnnl::memory::dim rt = DNNL_RUNTIME_DIM_VAL;
+    const dnnl::memory::desc src({rt, k}, dt::bf16, {rt, 1});
+    const dnnl::memory::desc weights({k, n}, dt::bf16, {1, k});  // w's [n, k] rows
+    const dnnl::memory::desc dst({rt, n}, dt::f32, {rt, 1});
+    try {
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, dst), engine);
+      return &primitives.emplace(std::make_pair(n, k), dnnl::matmul(pd)).first->second;
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+  }
+};
+
+bool OneDnnBf16Gemm::Available() {
+  static const bool available = [] {
+    const char* env = std::getenv("ORCA_CPU_ONEDNN");
+    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+    return CpuHasBf16DotProducts();
+  }();
+  return available;
+}
+
+OneDnnBf16Gemm::OneDnnBf16Gemm(int threads) : impl_(std::make_unique<Impl>()) {
+  impl_->threads = threads;
+}
+
+OneDnnBf16Gemm::~OneDnnBf16Gemm() = default;
+
+bool OneDnnBf16Gemm::Run(int m, int n, int k, const float* x, int64_t ldx, const uint16_t* w,
+                         const float* bias, float* out, int64_t ldo) {
+  dnnl::matmul* mm = impl_->For(n, k);
+  if (mm == nullptr) return false;
+  std::vector<uint16_t>& x16 = impl_->x16;
+  x16.resize(static_cast<size_t>(m) * k);
+  for (int r = 0; r < m; ++r) RoundToBf16(x + r * ldx, k, x16.data() + r * k);
+  using dt = dnnl::memory::data_type;
+  try {
+    dnnl::memory src({{m, k}, dt::bf16, {k, 1}}, impl_->engine, x16.data());
+    dnnl::memory weights({{k, n}, dt::bf16, {1, k}}, impl_->engine, const_cast<uint16_t*>(w));
+    dnnl::memory dst({{m, n}, dt::f32, {ldo, 1}}, impl_->engine, out);
+    omp_set_num_threads(impl_->threads);  // this thread's team (the backend's limit)
+    mm->execute(impl_->stream,
+                {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+    impl_->stream.wait();
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  if (bias != nullptr) {
+    for (int r = 0; r < m; ++r) {
+      float* o = out + r * ldo;
+      for (int j = 0; j < n; ++j) o[j] += bias[j];
+    }
+  }
+  return true;
+}
+
+#else  // no oneDNN in this build
+
+struct OneDnnBf16Gemm::Impl {};
+bool OneDnnBf16Gemm::Available() { return false; }
+OneDnnBf16Gemm::OneDnnBf16Gemm(int) {}
+OneDnnBf16Gemm::~OneDnnBf16Gemm() = default;
+bool OneDnnBf16Gemm::Run(int, int, int, const float*, int64_t, const uint16_t*, const float*,
+                         float*, int64_t) {
+  return false;
+}
+
+#endif
+
+}  // namespace orca
