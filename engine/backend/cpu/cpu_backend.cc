@@ -99,15 +99,15 @@ class CpuBackend : public Backend {
   void Embedding(const int32_t* ids, int64_t n, const Tensor& table, Tensor out,
                  bool accumulate) override {
     const int64_t h = table.cols;
-    std::vector<float> row;
+    std::vector<float> row(table.dtype == DType::kF32 ? 0 : static_cast<size_t>(h));
     for (int64_t i = 0; i < n; ++i) {
-      const float* src = table.f32() + static_cast<int64_t>(ids[i]) * h;
-      if (table.dtype != DType::kF32) {
-        row.resize(static_cast<size_t>(h));
-        ConvertToF32(static_cast<const char*>(table.data) +
-                         static_cast<size_t>(ids[i] * h) * DTypeSize(table.dtype),
-                     table.dtype, static_cast<size_t>(h), row.data());
-        src = row.data();
+      const size_t first = static_cast<size_t>(ids[i]) * static_cast<size_t>(h);
+      const float* src = row.data();
+      if (table.dtype == DType::kF32) {
+        src = table.f32() + first;
+      } else {  // a 16-bit table, widened row by row
+        ConvertToF32(static_cast<const char*>(table.data) + first * DTypeSize(table.dtype),
+                     table.dtype, row.size(), row.data());
       }
       float* dst = out.f32() + i * h;
       if (accumulate) {
@@ -121,7 +121,7 @@ class CpuBackend : public Backend {
   // float32 weights: OpenBLAS (sgemv for one row, sgemm from 17), SmallGemm between.
   // 16-bit weights (stored as the checkpoint has them, half the bytes to stream):
   // bfloat16 ones from kOneDnnBf16MinRows rows go through oneDNN where the CPU multiplies
-  // bfloat16 pairs (onednn_gemm.h: activations rounded to bfloat16, 2-2.5x sgemm's
+  // bfloat16 pairs (onednn_gemm.h: activations rounded to bfloat16, about 2x sgemm's
   // rate); the rest through SmallGemm up to 16 rows (widening in registers) and
   // WidenedGemm beyond, both in float32 arithmetic.
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) override {
@@ -346,8 +346,6 @@ class CpuBackend : public Backend {
     });
   }
 
-  // Spreads fn over the pool only when the work (in rough flops) pays for the hand-off;
-  // small iterations run on the calling thread.
   // out = x * w^T (+ bias) for 16-bit w and more rows than SmallGemm takes: w is widened
   // to float32 a panel of rows at a time (4 MB or more, on every core) and each panel goes
   // through sgemm, so the widening is paid once per weight row per call, which for
@@ -386,6 +384,8 @@ class CpuBackend : public Backend {
     }
   }
 
+  // Spreads fn over the pool only when the work (in rough flops) pays for the hand-off;
+  // small iterations run on the calling thread.
   void ParallelFor(int64_t n, int64_t work, const std::function<void(int64_t)>& fn) {
     constexpr int64_t kMinParallelWork = 1 << 18;
     if (work < kMinParallelWork) {

@@ -40,17 +40,20 @@ __attribute__((target("avx512f,avx512bf16,avx512vl,avx512bw"))) void RoundToBf16
 }  // namespace
 
 struct OneDnnBf16Gemm::Impl {
+  Impl(dnnl::engine e, int t) : threads(t), engine(std::move(e)), stream(engine) {}
+
   int threads;
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-  std::map<std::pair<int, int>, dnnl::matmul> primitives;  // by (n, k)
-  std::vector<uint16_t> x16;                               // the activations, rounded
+  dnnl::engine engine;
+  dnnl::stream stream;
+  // By (n, k); null where oneDNN refused the shape (asked once).
+  std::map<std::pair<int, int>, std::unique_ptr<dnnl::matmul>> primitives;
+  std::vector<uint16_t> x16;  // the activations, rounded
 
   // The primitive for [*, k] x [n, k]^T, made on first use (rows and row strides are
-  // given at run time).
+  // given at run time), or null.
   dnnl::matmul* For(int n, int k) {
-    auto it = primitives.find({n, k});
-    if (it != primitives.end()) return &it->second;
+    auto [it, added] = primitives.try_emplace({n, k});
+    if (!added) return it->second.get();
     using dt = dnnl::memory::data_type;
     const dnnl::memory::dim rt = DNNL_RUNTIME_DIM_VAL;
     const dnnl::memory::desc src({rt, k}, dt::bf16, {rt, 1});
@@ -58,10 +61,10 @@ struct OneDnnBf16Gemm::Impl {
     const dnnl::memory::desc dst({rt, n}, dt::f32, {rt, 1});
     try {
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, dst), engine);
-      return &primitives.emplace(std::make_pair(n, k), dnnl::matmul(pd)).first->second;
+      it->second = std::make_unique<dnnl::matmul>(pd);
     } catch (const dnnl::error&) {
-      return nullptr;
     }
+    return it->second.get();
   }
 };
 
@@ -74,14 +77,18 @@ bool OneDnnBf16Gemm::Available() {
   return available;
 }
 
-OneDnnBf16Gemm::OneDnnBf16Gemm(int threads) : impl_(std::make_unique<Impl>()) {
-  impl_->threads = threads;
+OneDnnBf16Gemm::OneDnnBf16Gemm(int threads) {
+  try {
+    impl_ = std::make_unique<Impl>(dnnl::engine(dnnl::engine::kind::cpu, 0), threads);
+  } catch (const dnnl::error&) {  // Run refuses every shape
+  }
 }
 
 OneDnnBf16Gemm::~OneDnnBf16Gemm() = default;
 
 bool OneDnnBf16Gemm::Run(int m, int n, int k, const float* x, int64_t ldx, const uint16_t* w,
                          const float* bias, float* out, int64_t ldo) {
+  if (impl_ == nullptr) return false;
   dnnl::matmul* mm = impl_->For(n, k);
   if (mm == nullptr) return false;
   std::vector<uint16_t>& x16 = impl_->x16;

@@ -35,8 +35,8 @@ class OneDnnBf16Gemm {
   ~OneDnnBf16Gemm();
 
   // x: [m, k] float32, row stride ldx; w: [n, k] bfloat16 bits; out: [m, n], row stride
-  // ldo; bias may be null. Returns false (nothing written) when oneDNN refuses the
-  // shape: the caller computes it another way.
+  // ldo; bias may be null. Returns false when oneDNN refuses the shape or fails (out
+  // may then be partly written): the caller computes the whole product another way.
   bool Run(int m, int n, int k, const float* x, int64_t ldx, const uint16_t* w, const float* bias,
            float* out, int64_t ldo);
 
