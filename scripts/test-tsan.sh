@@ -31,7 +31,7 @@ tests=(
   client_limiter_test grpc_server_test http_server_test http_connections_test
   engine_submit_test engine_queue_deadline_test
   group_test group_deadline_test worker_rank_lifecycle_test gloo_communicator_test
-  metrics_test
+  metrics_test thread_pool_test
 )
 
 # --- Abseil source, the same as the installed .so files -------------------------------
