@@ -349,6 +349,7 @@ void ReadSpec(const FieldReader& r, InferenceDeploymentSpec& s) {
   e.prefix_caching = eng.Bool("prefixCaching", false);
   e.memory_fraction = eng.Number("memoryFraction", 0.9, 0.05, 1.0);
   e.scheduling_policy = eng.Enum("schedulingPolicy", "iteration", {"iteration", "request"});
+  e.target_itl_ms = eng.Number("targetItlMs", 0, 0, 60000);
   if (e.max_batched_tokens < e.max_batch_size) {
     r.Error(eng.path(),
             "engine.maxBatchedTokens must be at least engine.maxBatchSize (every running "
@@ -541,6 +542,7 @@ Json PodTemplateInputs(const InferenceDeploymentSpec& s) {
                                 {"key", s.control_plane.token_secret->key}}}};
   }
   if (s.tls) inputs["tls"] = {{"secretName", s.tls->secret_name}};
+  if (e.target_itl_ms > 0) inputs["engine"]["targetItlMs"] = e.target_itl_ms;
   return inputs;
 }
 

@@ -74,6 +74,7 @@ struct EngineSpec {
   bool prefix_caching = false;
   double memory_fraction = 0.9;
   std::string scheduling_policy = "iteration";
+  double target_itl_ms = 0;  // 0 = off
 };
 
 // Pod-level settings of scheduler or worker pods. Unset members are null Json.

@@ -197,6 +197,7 @@ EngineConfig EngineConfigFor(const InferenceDeployment& d) {
   c.scheduler.chunked_prefill = e.chunked_prefill;
   c.scheduler.max_batch_size = e.max_batch_size;
   c.scheduler.max_batched_tokens = e.max_batched_tokens;
+  c.scheduler.target_itl_ms = e.target_itl_ms;
   c.server.port = kHttpPort;
   c.server.grpc_port = kGrpcPort;
   if (s.api_key) c.server.api_key_file = absl::StrCat(kApiKeyDir, "/", s.api_key->key);
@@ -229,6 +230,7 @@ const std::vector<std::string>& EngineConfigKeys() {
                                                          "scheduler.chunked_prefill",
                                                          "scheduler.max_batch_size",
                                                          "scheduler.max_batched_tokens",
+                                                         "scheduler.target_itl_ms",
                                                          "parallelism.tensor",
                                                          "parallelism.pipeline",
                                                          "parallelism.gpus_per_pod",

@@ -88,6 +88,9 @@ struct SchedulerOptions {
   int32_t max_batched_tokens = 512;     // tokens per iteration
   int32_t max_waiting_requests = 1024;  // beyond: 429
   double queue_timeout_s = 60;          // waiting for admission; beyond: 503 (0 = none)
+  // Iteration-level, chunked prefill: prefill chunks are cut so that iterations with
+  // running decodes are predicted to take at most this long (batch_budget.h); 0 = off.
+  double target_itl_ms = 0;
 };
 
 // The shape of a serving group (DESIGN.md section 4).

@@ -248,6 +248,15 @@ std::vector<Setting> BuildSettings() {
   s.push_back(Int("scheduler.max_batched_tokens", "max-batched-tokens", &C::scheduler,
                   &SchedulerOptions::max_batched_tokens, 1, 1 << 20, kServing | kGenerate,
                   "tokens per iteration (orca generate: the prefill chunk)"));
+  s.push_back(Double("scheduler.target_itl_ms", "target-itl-ms", &C::scheduler,
+                     &SchedulerOptions::target_itl_ms, 0, 60000, kServing,
+                     "target inter-token latency in ms (iteration policy, chunked prefill): "
+                     "while requests are decoding, an iteration's prefill chunks stop where a "
+                     "cost model learned from the measured iterations predicts it would take "
+                     "longer, so a long prompt no longer stalls every running stream "
+                     "(Sarathi-Serve's stall-free batching); each iteration still prefills at "
+                     "least max-batched-tokens / 32 tokens. 0 = off: every iteration may take "
+                     "max-batched-tokens"));
   s.push_back(Int("scheduler.max_waiting_requests", "max-waiting-requests", &C::scheduler,
                   &SchedulerOptions::max_waiting_requests, 1, 1 << 24, kServing,
                   "queued requests before answering 429"));

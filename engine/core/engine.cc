@@ -340,6 +340,11 @@ void Engine::CompleteOldest(const absl::Status& submit_error) {
   }
   RetireFinished(t2);
   const double t3 = Now();
+  // The whole loop a decode waits for, scheduling to outputs: what target_itl_ms bounds.
+  if (result.ok()) {
+    scheduler_->ObserveIteration(f.batch, t3 - f.scheduled);
+    LogCostModel();
+  }
   if (options_.trace) {
     const int64_t it = static_cast<int64_t>(f.batch.plan.iteration);
     options_.trace->Span(TraceWriter::kSchedulerTrack,
@@ -355,6 +360,24 @@ void Engine::CompleteOldest(const absl::Status& submit_error) {
                            static_cast<int32_t>(f.batch.plan.num_tokens()),
                            static_cast<int32_t>(inflight_.size()) + 1);
   }
+}
+
+void Engine::LogCostModel() {
+  // When the latency target first has a model to work with, and every 5,000 iterations
+  // after, so an operator can check what the target leaves for prefill.
+  const IterationCostModel& m = scheduler_->cost_model();
+  if (scheduler_config_.target_itl_ms <= 0 || !m.ready()) return;
+  if (cost_model_logged_ && m.num_observations() % 5000 != 0) return;
+  cost_model_logged_ = true;
+  const auto& c = m.coefficients();
+  IterationShape decode;
+  decode.AddRow(1, 512);
+  ORCA_LOG(INFO) << "engine: iteration cost model after " << m.num_observations()
+                 << " iterations: " << 1e3 * c[0] << " ms + " << 1e3 * c[1] / 16 << " ms/row + "
+                 << 1e3 * c[2] / 256 << " ms/token + " << 1e9 * c[3] / 65536
+                 << " ns per query-key pair; a decode at 512 tokens of context: "
+                 << 1e3 * m.Predict(decode) << " ms; target " << scheduler_config_.target_itl_ms
+                 << " ms";
 }
 
 }  // namespace orca

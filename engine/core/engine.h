@@ -149,6 +149,7 @@ class Engine {
   // Applies the oldest in-flight batch's result (or failure) from the executor.
   // `submit_error`: Submit failed, so there is no result to wait for.
   void CompleteOldest(const absl::Status& submit_error) ABSL_LOCKS_EXCLUDED(mu_);
+  void LogCostModel();
   // The serving group broke: every running request lost its KV cache and fails with
   // `error` (Unavailable: retriable); cached prefixes are forgotten.
   void FailRunning(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -173,7 +174,8 @@ class Engine {
   std::deque<std::pair<uint64_t, double>> queued_;
   uint64_t next_plan_ = 0;
   int64_t iterations_ = 0;
-  int64_t generated_tokens_ = 0;  // engine thread only; published in snapshot_
+  int64_t generated_tokens_ = 0;    // engine thread only; published in snapshot_
+  bool cost_model_logged_ = false;  // engine thread only
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Request>> inbox_ ABSL_GUARDED_BY(mu_);

@@ -290,13 +290,15 @@ bool IterationScheduler::ScheduleRunning(Request& r, bool decode_pass, Scheduled
     AddRowOfCompleted(r, batch);
     return true;
   }
-  const std::optional<int32_t> n = budget.Fit(remaining, /*recompute=*/r.num_preemptions > 0);
+  const int32_t start = r.num_computed_tokens;
+  const std::optional<int32_t> n =
+      budget.Fit(remaining, /*recompute=*/r.num_preemptions > 0, start);
   // Not now: a prompt that may not be chunked waits (others may still fit); an empty
   // budget ends the pass.
   if (!n || *n == 0) return budget.tokens() > 0;
   if (!EnsureBlocks(r, capacity_.TokensToHold(r, *n), batch)) return true;
   AddToBatch(r, *n, batch);
-  budget.Spend(*n);
+  budget.Spend(*n, start);
   return true;
 }
 
@@ -321,8 +323,10 @@ bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, BatchBudget& b
   // A preempted request recomputes its prompt and generated tokens, which may together
   // exceed the budget: they are chunked even without chunked prefill (never stalling
   // the queue). Add() refused prompts that can never fit unchunked.
-  std::optional<int32_t> fit = budget.Fit(remaining, /*recompute=*/r.num_preemptions > 0);
-  if (!fit) {
+  const int32_t start = r.num_computed_tokens;
+  std::optional<int32_t> fit = budget.Fit(remaining, /*recompute=*/r.num_preemptions > 0, start);
+  if (!fit || *fit == 0) {
+    // (Iteration-level: no room left under the latency target; the request waits.)
     if (!request_level) return undo();
     fit = 0;  // a static batch's member: admitted now, prefilled in later iterations
   }
@@ -340,14 +344,36 @@ bool IterationScheduler::Admit(Request& r, ScheduledBatch& batch, BatchBudget& b
   r.admit_order = next_admit_order_++;
   running_.push_back(&r);
   if (n > 0) AddToBatch(r, n, batch);
-  budget.Spend(n);
+  budget.Spend(n, start);
   return true;
+}
+
+BatchBudget IterationScheduler::MakeBudget() const {
+  // The latency target protects running decodes: with none (only prompts being
+  // prefilled, or an idle engine) a full budget finishes the prompts soonest.
+  if (config_.target_itl_ms <= 0 || config_.policy != SchedulingPolicy::kIteration ||
+      !cost_model_.ready()) {
+    return BatchBudget(config_);
+  }
+  const bool decoding = std::any_of(running_.begin(), running_.end(), [](const Request* r) {
+    return !r->finished() && r->num_computed_tokens >= r->prompt_len();
+  });
+  if (!decoding) return BatchBudget(config_);
+  return BatchBudget(config_, &cost_model_, config_.target_itl_ms / 1000.0);
+}
+
+void IterationScheduler::ObserveIteration(const ScheduledBatch& batch, double seconds) {
+  IterationShape shape;
+  for (const ScheduledSequence& s : batch.plan.seqs) {
+    shape.AddRow(static_cast<int32_t>(s.token_ids.size()), s.start_pos);
+  }
+  cost_model_.Observe(shape, seconds);
 }
 
 ScheduledBatch IterationScheduler::Schedule() {
   ScheduledBatch batch;
   if (inflight_batches_ >= config_.max_inflight_batches) return batch;
-  BatchBudget budget(config_);
+  BatchBudget budget = MakeBudget();
   const bool request_level = IsRequestLevel(config_.policy);
   // Fixed-shape static batching decodes only once the whole batch has prefilled.
   bool lockstep_wait = false;

@@ -36,6 +36,7 @@
 #include "engine/kv/kv_block_pool.h"
 #include "engine/runner/iteration.h"
 #include "engine/sched/batch_budget.h"
+#include "engine/sched/iteration_cost_model.h"
 #include "engine/sched/kv_capacity.h"
 #include "engine/sched/request.h"
 #include "engine/sched/request_limits.h"
@@ -102,6 +103,10 @@ class IterationScheduler {
 
   // Returns the next batch (empty when nothing can run now).
   ScheduledBatch Schedule();
+  // Records that `batch` took `seconds` from Schedule() to its results being applied: the
+  // iteration cost model the latency target (target_itl_ms) sizes prefill chunks with.
+  void ObserveIteration(const ScheduledBatch& batch, double seconds);
+  const IterationCostModel& cost_model() const { return cost_model_; }
   // Applies a batch's sampled tokens: appends them, checks stop tokens, max_tokens and
   // the context length, frees finished requests' blocks and returns one update per
   // request that sampled or finished.
@@ -123,6 +128,7 @@ class IterationScheduler {
   std::vector<std::unique_ptr<Request>> TakeFinished();
 
  private:
+  BatchBudget MakeBudget() const;
   bool ScheduleRunning(Request& r, bool decode_pass, ScheduledBatch& batch, BatchBudget& budget);
   bool Admit(Request& r, ScheduledBatch& batch, BatchBudget& budget);
   void AddToBatch(Request& r, int32_t n, ScheduledBatch& batch);
@@ -145,6 +151,7 @@ class IterationScheduler {
   SchedulerConfig config_;
   KvBlockPool* pool_;
   KvCapacity capacity_;
+  IterationCostModel cost_model_;
   std::map<uint64_t, std::unique_ptr<Request>> requests_;
   std::deque<Request*> waiting_;   // arrival order; preempted requests keep their place
   std::vector<Request*> running_;  // admission order

@@ -350,7 +350,7 @@ TEST(SpecTest, RejectsIncompleteControlPlaneTokenAndTls) {
 // Fields added after a release change no revision of a deployment that does not use
 // them (a controller upgrade must not roll every group): the revision of an example is
 // the one the controller before them computed (its golden's revision label).
-TEST(LayoutTest, RevisionOfDeploymentsWithoutSecurityFieldsIsUnchanged) {
+TEST(LayoutTest, RevisionOfDeploymentsWithoutLaterFieldsIsUnchanged) {
   auto d = ParseInferenceDeployment(
       CrBuilder("tinyllama", "default")
           .Set("/spec/model", Json{{"name", "tinyllama-1.1b-chat"},
@@ -365,6 +365,13 @@ TEST(LayoutTest, RevisionOfDeploymentsWithoutSecurityFieldsIsUnchanged) {
     ASSERT_TRUE(with.ok() && without.ok());
     EXPECT_NE(RevisionHash(with->spec), RevisionHash(without->spec)) << path << " rolls the pods";
   }
+  // engine.targetItlMs: 0 (its default) is the revision without it; a target rolls.
+  auto zero = ParseInferenceDeployment(CrBuilder().Set("/spec/engine/targetItlMs", 0).Build());
+  auto target = ParseInferenceDeployment(CrBuilder().Set("/spec/engine/targetItlMs", 80).Build());
+  auto unset = ParseInferenceDeployment(CrBuilder().Build());
+  ASSERT_TRUE(zero.ok() && target.ok() && unset.ok());
+  EXPECT_EQ(RevisionHash(zero->spec), RevisionHash(unset->spec));
+  EXPECT_NE(RevisionHash(target->spec), RevisionHash(unset->spec));
 }
 
 }  // namespace

@@ -147,6 +147,11 @@ std::vector<Field> Fields() {
        [](auto& s) { return Json(s.engine.scheduling_policy); },
        [](auto& c) { return Json(std::string(SchedulingPolicyName(c.scheduler.policy))); },
        {{"request", {}}}},
+      {"/spec/engine/targetItlMs",
+       kScheduler,
+       [](auto& s) { return Json(s.engine.target_itl_ms); },
+       [](auto& c) { return Json(c.scheduler.target_itl_ms); },
+       {{100, {}}, {12.5, {}}}},
       {"/spec/lifecycle/drainSeconds",
        kBoth,  // the scheduler drains this long; a worker waits it (plus a margin) for the end
        [](auto& s) { return Json(static_cast<double>(s.lifecycle.drain_seconds)); },

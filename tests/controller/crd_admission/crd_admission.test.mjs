@@ -93,6 +93,7 @@ test("defaults are applied top-down: a default object gets its own nested defaul
     prefixCaching: false,
     memoryFraction: 0.9,
     schedulingPolicy: "iteration",
+    targetItlMs: 0,
   });
   assert.deepEqual(s.lifecycle, {
     terminationGracePeriodSeconds: 60,

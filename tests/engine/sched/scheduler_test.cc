@@ -249,6 +249,62 @@ TEST(SchedulerTest, ChunkedPrefillSplitsLongPrompts) {
   EXPECT_TRUE(h.plans[3].plan.seqs[0].sample);
 }
 
+// The latency target on a simulated machine (2 ms + 100 us per token per iteration):
+// once the cost model has learned it, no iteration with decodes running outlasts the
+// target by more than its minimum prefill, a prompt still gets the whole budget when
+// nothing decodes, and every request's output is the one a run without the target gives.
+TEST(SchedulerTest, LatencyTargetHoldsDecodingIterationsToItWithTheSameOutputs) {
+  auto simulated_seconds = [](const ScheduledBatch& b) {
+    return 2e-3 + 100e-6 * b.plan.num_tokens();
+  };
+  std::map<uint64_t, std::vector<int32_t>> outputs[2];
+  for (double target_ms : {0.0, 8.0}) {
+    SchedulerConfig c;
+    c.max_batch_size = 16;
+    c.max_batched_tokens = 256;
+    c.max_model_len = 1024;
+    c.target_itl_ms = target_ms;
+    Harness h(c, 2048);
+    std::mt19937 rng(5);
+    uint64_t next = 1;
+    int over_target = 0, checked = 0;
+    for (int it = 0; it < 3000 && (next <= 60 || h.sched.has_work()); ++it) {
+      if (next <= 60 && rng() % 6 == 0) {
+        ASSERT_TRUE(h.sched.Add(MakeRequest(next++, 20 + rng() % 400, 1 + rng() % 40)).ok());
+      }
+      bool decoding = false;
+      for (uint64_t id : h.sched.RunningIds()) {
+        const Request* r = h.sched.Find(id);
+        decoding |= r->num_computed_tokens >= r->prompt_len();
+      }
+      const bool model_ready = h.sched.cost_model().ready();
+      ScheduledBatch batch = h.sched.Schedule();
+      if (batch.empty()) continue;
+      h.Complete(batch);
+      h.sched.ObserveIteration(batch, simulated_seconds(batch));
+      if (target_ms > 0 && model_ready && decoding) {
+        ++checked;
+        // The minimum prefill (256 / 32 = 8 tokens) may pass the target.
+        if (simulated_seconds(batch) > target_ms / 1000 + 8 * 100e-6 + 1e-9) ++over_target;
+      }
+    }
+    ASSERT_FALSE(h.sched.has_work());
+    // A prompt on an idle engine takes the whole budget at once.
+    ASSERT_TRUE(h.sched.Add(MakeRequest(next, 400, 4)).ok());
+    EXPECT_EQ(h.Step().size(), 0u);
+    EXPECT_EQ(h.plans.back().num_prefill_tokens, c.max_batched_tokens);
+    h.RunToCompletion();
+    EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
+    if (target_ms > 0) {
+      EXPECT_GT(checked, 100);
+      EXPECT_EQ(over_target, 0);
+    }
+    outputs[target_ms > 0] = h.outputs;
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  EXPECT_EQ(outputs[1].size(), 61u);
+}
+
 std::map<uint64_t, std::vector<int32_t>> RunWorkload(SchedulerConfig c, int32_t num_blocks,
                                                      int64_t* preemptions) {
   Harness h(c, num_blocks);
