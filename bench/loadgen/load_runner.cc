@@ -19,7 +19,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Shared {
   Clock::time_point t0;
-  std::atomic<int64_t> sent{0}, done{0}, failed{0}, output_tokens{0};
+  // done and failed count requests sent; not_sent those a --max-duration cut off.
+  std::atomic<int64_t> sent{0}, done{0}, failed{0}, not_sent{0}, output_tokens{0};
   std::atomic<double> last_end_s{0};
   std::mutex mu;
   std::condition_variable cv;
@@ -32,16 +33,19 @@ double Since(Clock::time_point t0) {
 
 void Record(Shared& sh, RequestRecord& rec, double send_s) {
   rec.send_s = send_s;
+  if (rec.failure == "not_sent") {
+    ++sh.not_sent;
+    return;
+  }
   if (rec.ok) {
     sh.output_tokens += rec.output_tokens;
   } else {
     ++sh.failed;
   }
-  if (rec.failure != "not_sent") {  // the run lasts until the last request that was sent ends
-    const double end = send_s + rec.e2e_s;
-    double prev = sh.last_end_s.load();
-    while (end > prev && !sh.last_end_s.compare_exchange_weak(prev, end)) {
-    }
+  // The run lasts until the last request that was sent ends.
+  const double end = send_s + rec.e2e_s;
+  double prev = sh.last_end_s.load();
+  while (end > prev && !sh.last_end_s.compare_exchange_weak(prev, end)) {
   }
   ++sh.done;
 }
@@ -74,10 +78,13 @@ void ProgressLoop(const LoadOptions& o, Shared& sh, int64_t total) {
     const double t = Since(sh.t0);
     const int64_t done = sh.done, sent = sh.sent;
     std::fprintf(
-        stderr, "%s%s sent %lld/%lld  done %lld  failed %lld  in flight %lld  %.1f s  %.1f tok/s%s",
+        stderr,
+        "%s%s sent %lld/%lld  done %lld  failed %lld  in flight %lld  not sent %lld  %.1f s  "
+        "%.1f tok/s%s",
         tty ? "\r" : "", o.progress_label.c_str(), static_cast<long long>(sent),
         static_cast<long long>(total), static_cast<long long>(done),
-        static_cast<long long>(sh.failed.load()), static_cast<long long>(sent - done), t,
+        static_cast<long long>(sh.failed.load()), static_cast<long long>(sent - done),
+        static_cast<long long>(sh.not_sent.load()), t,
         t > 0 ? static_cast<double>(sh.output_tokens.load()) / t : 0.0, tty ? "   " : "\n");
     std::fflush(stderr);
   };

@@ -1,3 +1,8 @@
+// GCC 12 reports the AVX-512 intrinsics' own _mm512_undefined_* inputs as "may be used
+// uninitialized" once they are inlined (false positives; GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 #include "engine/backend/cpu/attention_kernel.h"
 
 #include <immintrin.h>
@@ -215,21 +220,167 @@ __attribute__((target("avx2,fma,f16c"))) void StoreF16Avx2(const float* src, int
   for (; i < n; ++i) FromF32(src[i], dst + i);
 }
 
+// exp(x) for x <= 0 on sixteen lanes: Exp8's polynomial.
+ORCA_AVX512 inline __m512 Exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), x);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(x, x), x), _mm512_set1_ps(1.0f));
+  const __m512i e =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+// The sum of a's sixteen lanes folded to eight.
+ORCA_AVX512 inline __m256 Fold8(__m512 a) {
+  return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+}
+
+// scores[j] = scale * q . k[j] for j in [0, n); returns their maximum. As ScoresAvx2,
+// with sixteen lanes and the head's last partial chunk read through a mask.
 template <typename T>
-bool HasAvx2PathFor() {
-  return CpuSimdLevel() >= SimdLevel::kAvx2;
+ORCA_AVX512 float ScoresAvx512(int d, int n, const float* qv, const T* const* krow, float scale,
+                               float* scores) {
+  const int d16 = d & ~15;
+  const __mmask16 tail = FirstLanes(d - d16);
+  const __m512 qtail = LoadPart16(qv + d16, tail);
+  const __m128 vscale = _mm_set1_ps(scale);
+  __m128 vmax = _mm_set1_ps(-INFINITY);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const T *k0 = krow[j], *k1 = krow[j + 1], *k2 = krow[j + 2], *k3 = krow[j + 3];
+    if (j + kPrefetchKeys + 4 <= n) {
+      for (int u = 0; u < 4; ++u) PrefetchRow(krow[j + kPrefetchKeys + u], d);
+    }
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int c = 0; c < d16; c += 16) {
+      const __m512 qc = _mm512_loadu_ps(qv + c);
+      a0 = _mm512_fmadd_ps(qc, Load16(k0 + c), a0);
+      a1 = _mm512_fmadd_ps(qc, Load16(k1 + c), a1);
+      a2 = _mm512_fmadd_ps(qc, Load16(k2 + c), a2);
+      a3 = _mm512_fmadd_ps(qc, Load16(k3 + c), a3);
+    }
+    if (tail != 0) {
+      a0 = _mm512_fmadd_ps(qtail, LoadPart16(k0 + d16, tail), a0);
+      a1 = _mm512_fmadd_ps(qtail, LoadPart16(k1 + d16, tail), a1);
+      a2 = _mm512_fmadd_ps(qtail, LoadPart16(k2 + d16, tail), a2);
+      a3 = _mm512_fmadd_ps(qtail, LoadPart16(k3 + d16, tail), a3);
+    }
+    const __m256 h =
+        _mm256_hadd_ps(_mm256_hadd_ps(Fold8(a0), Fold8(a1)), _mm256_hadd_ps(Fold8(a2), Fold8(a3)));
+    __m128 dots = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    dots = _mm_mul_ps(dots, vscale);
+    _mm_storeu_ps(scores + j, dots);
+    vmax = _mm_max_ps(vmax, dots);
+  }
+  vmax = _mm_max_ps(vmax, _mm_movehl_ps(vmax, vmax));
+  vmax = _mm_max_ss(vmax, _mm_shuffle_ps(vmax, vmax, 1));
+  float max_score = _mm_cvtss_f32(vmax);
+  for (; j < n; ++j) {
+    const T* kv = krow[j];
+    __m512 a = _mm512_mul_ps(qtail, LoadPart16(kv + d16, tail));
+    for (int c = 0; c < d16; c += 16)
+      a = _mm512_fmadd_ps(_mm512_loadu_ps(qv + c), Load16(kv + c), a);
+    scores[j] = _mm512_reduce_add_ps(a) * scale;
+    max_score = std::max(max_score, scores[j]);
+  }
+  return max_score;
+}
+
+// o[c0, c0 + 16 V) = inv * sum_j p_j v_j[c0, ...), the last of the V vectors masked by
+// `last`: one pass over the n values with V accumulators in registers.
+template <int V, bool kPartial, typename T>
+ORCA_AVX512 inline void WeightedSumAvx512(int n, const float* p, const T* const* vrow, int c0,
+                                          int width, __mmask16 last, float inv, float* o) {
+  __m512 acc[V];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  for (int j = 0; j < n; ++j) {
+    if (j + kPrefetchKeys < n) PrefetchRow(vrow[j + kPrefetchKeys] + c0, width);
+    const __m512 pj = _mm512_set1_ps(p[j]);
+    const T* vv = vrow[j] + c0;
+    for (int u = 0; u + 1 < V; ++u) acc[u] = _mm512_fmadd_ps(pj, Load16(vv + 16 * u), acc[u]);
+    // (A masked load costs more than a plain one: only a partial vector pays it.)
+    const __m512 tail = kPartial ? LoadPart16(vv + 16 * (V - 1), last) : Load16(vv + 16 * (V - 1));
+    acc[V - 1] = _mm512_fmadd_ps(pj, tail, acc[V - 1]);
+  }
+  const __m512 vinv = _mm512_set1_ps(inv);
+  for (int u = 0; u + 1 < V; ++u) _mm512_storeu_ps(o + c0 + 16 * u, _mm512_mul_ps(acc[u], vinv));
+  _mm512_mask_storeu_ps(o + c0 + 16 * (V - 1), last, _mm512_mul_ps(acc[V - 1], vinv));
+}
+
+// WeightedSumAvx512 with its vector count chosen at run time.
+template <bool kPartial, typename T>
+ORCA_AVX512 void WeightedSumPass(int vecs, int n, const float* p, const T* const* vrow, int c0,
+                                 int width, __mmask16 last, float inv, float* o) {
+  switch (vecs) {
+    case 1:
+      return WeightedSumAvx512<1, kPartial>(n, p, vrow, c0, width, last, inv, o);
+    case 2:
+      return WeightedSumAvx512<2, kPartial>(n, p, vrow, c0, width, last, inv, o);
+    case 3:
+      return WeightedSumAvx512<3, kPartial>(n, p, vrow, c0, width, last, inv, o);
+    case 4:
+      return WeightedSumAvx512<4, kPartial>(n, p, vrow, c0, width, last, inv, o);
+    case 5:
+      return WeightedSumAvx512<5, kPartial>(n, p, vrow, c0, width, last, inv, o);
+    case 6:
+      return WeightedSumAvx512<6, kPartial>(n, p, vrow, c0, width, last, inv, o);
+    case 7:
+      return WeightedSumAvx512<7, kPartial>(n, p, vrow, c0, width, last, inv, o);
+    default:
+      return WeightedSumAvx512<8, kPartial>(n, p, vrow, c0, width, last, inv, o);
+  }
+}
+
+template <typename T>
+ORCA_AVX512 void AttendAvx512(int d, int q_len, int kv_len, const float* q, int64_t ldq,
+                              const T* const* krow, const T* const* vrow, float scale,
+                              float* scores, float* out, int64_t ldo) {
+  for (int i = 0; i < q_len; ++i) {
+    const int n = kv_len - q_len + i + 1;  // keys [0, n)
+    const float max_score = ScoresAvx512(d, n, q + i * ldq, krow, scale, scores);
+    const __m512 vmax = _mm512_set1_ps(max_score);
+    __m512 vsum = _mm512_setzero_ps();
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+      const __m512 e = Exp16(_mm512_sub_ps(_mm512_loadu_ps(scores + j), vmax));
+      _mm512_storeu_ps(scores + j, e);
+      vsum = _mm512_add_ps(vsum, e);
+    }
+    if (j < n) {  // the last partial sixteen: masked lanes neither read nor summed
+      const __mmask16 m = FirstLanes(n - j);
+      const __m512 e = Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), vmax));
+      _mm512_mask_storeu_ps(scores + j, m, e);
+      vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+    }
+    const float inv = 1.0f / _mm512_reduce_add_ps(vsum);
+    // The output in passes of up to 128 columns (8 accumulators), each one pass over
+    // the values: a 64-wide head is one pass of four.
+    float* o = out + i * ldo;
+    for (int c = 0; c < d; c += 128) {
+      const int width = std::min(128, d - c);
+      const int vecs = (width + 15) / 16;
+      const __mmask16 last = FirstLanes(width - 16 * (vecs - 1));
+      if (width % 16 == 0) {
+        WeightedSumPass<false>(vecs, n, scores, vrow, c, width, last, inv, o);
+      } else {
+        WeightedSumPass<true>(vecs, n, scores, vrow, c, width, last, inv, o);
+      }
+    }
+  }
 }
 
 }  // namespace
 
 namespace internal {
-
-template <typename T>
-void AttendOneHeadPortable(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
-                           const T* const* krow, const T* const* vrow, float scale, float* scores,
-                           float* out, int64_t ldo) {
-  AttendScalar(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
-}
 
 template <typename T>
 void StoreKvRowPortable(const float* src, int n, T* dst) {
@@ -241,29 +392,29 @@ void StoreKvRowPortable(const float* src, int n, T* dst) {
 template <typename T>
 void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
                    const T* const* krow, const T* const* vrow, float scale, float* scores,
-                   float* out, int64_t ldo) {
-  if (HasAvx2PathFor<T>()) {
-    AttendAvx2(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
-  } else {
-    AttendScalar(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
+                   float* out, int64_t ldo, SimdLevel level) {
+  switch (std::min(level, CpuMaxSimdLevel())) {
+    case SimdLevel::kAvx512:
+      return AttendAvx512(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
+    case SimdLevel::kAvx2:
+      return AttendAvx2(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
+    case SimdLevel::kScalar:
+      return AttendScalar(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
   }
 }
 
 template <typename T>
 void StoreKvRow(const float* src, int n, T* dst) {
   if constexpr (std::is_same_v<T, Fp16>) {
-    if (HasAvx2PathFor<Fp16>()) return StoreF16Avx2(src, n, dst);
+    if (CpuSimdLevel() >= SimdLevel::kAvx2) return StoreF16Avx2(src, n, dst);
   }
   internal::StoreKvRowPortable(src, n, dst);
 }
 
-#define ORCA_INSTANTIATE_KV(T)                                                              \
-  template void AttendOneHead<T>(int, int, int, const float*, int64_t, const T* const*,     \
-                                 const T* const*, float, float*, float*, int64_t);          \
-  template void StoreKvRow<T>(const float*, int, T*);                                       \
-  template void internal::AttendOneHeadPortable<T>(int, int, int, const float*, int64_t,    \
-                                                   const T* const*, const T* const*, float, \
-                                                   float*, float*, int64_t);                \
+#define ORCA_INSTANTIATE_KV(T)                                                                \
+  template void AttendOneHead<T>(int, int, int, const float*, int64_t, const T* const*,       \
+                                 const T* const*, float, float*, float*, int64_t, SimdLevel); \
+  template void StoreKvRow<T>(const float*, int, T*);                                         \
   template void internal::StoreKvRowPortable<T>(const float*, int, T*);
 ORCA_INSTANTIATE_KV(float)
 ORCA_INSTANTIATE_KV(Fp16)

@@ -3,17 +3,19 @@
 // Cached keys and values may be float32, float16 or bfloat16 (KvCacheShape::dtype);
 // queries, scores, accumulators and outputs are float32.
 //
-// The path is chosen at run time: AVX2+FMA (+F16C for float16) when the CPU has them —
-// four keys' dot products at a time, a vectorized exp, the weighted sum of values with
-// up to 64 accumulator columns in registers, 16-bit rows widened in registers — and a
-// portable loop otherwise. (The scalar dot product cannot be vectorized by the compiler,
-// which would have to reorder a float sum; left scalar it made attention the largest
-// cost of a long prefill.)
+// The path is chosen at run time (SimdLevel): AVX-512 or AVX2+FMA (+F16C) when the CPU
+// has them — four keys' dot products at a time, a vectorized exp, the weighted sum of
+// values with up to 128 (AVX-512; AVX2: 64) accumulator columns in registers, 16-bit
+// rows widened in registers, AVX-512 reading a head's partial last chunk through a
+// mask — and a portable loop otherwise. (The scalar dot product cannot be vectorized by the
+// compiler, which would have to reorder a float sum; left scalar it made attention the largest cost
+// of a long prefill.)
 #pragma once
 
 #include <cstdint>
 
 #include "engine/backend/cpu/half.h"
+#include "engine/backend/cpu/simd.h"
 
 namespace orca {
 
@@ -21,11 +23,12 @@ namespace orca {
 //   out[i] = softmax_j(scale * q[i] . k[j]) weighted sum of v[j], j in [0, p]
 // (causal). q rows have stride ldq and out rows ldo; krow[j] and vrow[j] point to the
 // head_dim elements of cached key and value j. scores: scratch of at least kv_len
-// floats. T is float, Fp16 or Bf16.
+// floats. T is float, Fp16 or Bf16. `level` above the CPU's (CpuMaxSimdLevel) is
+// lowered to it.
 template <typename T>
 void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
                    const T* const* krow, const T* const* vrow, float scale, float* scores,
-                   float* out, int64_t ldo);
+                   float* out, int64_t ldo, SimdLevel level = CpuSimdLevel());
 
 // Writes n floats to dst as T: round to nearest even, NaN kept, float16 saturating at
 // +-65504 (a key that large would otherwise become inf and every score NaN).
@@ -33,11 +36,7 @@ template <typename T>
 void StoreKvRow(const float* src, int n, T* dst);
 
 namespace internal {
-// The portable paths, whatever the CPU has (for tests of the dispatched ones).
-template <typename T>
-void AttendOneHeadPortable(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
-                           const T* const* krow, const T* const* vrow, float scale, float* scores,
-                           float* out, int64_t ldo);
+// The portable path, whatever the CPU has (for tests of the dispatched one).
 template <typename T>
 void StoreKvRowPortable(const float* src, int n, T* dst);
 }  // namespace internal

@@ -86,4 +86,22 @@ ORCA_AVX512 inline __m512 Load16(const Bf16* p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
 }
 
+// The elements of p selected by `mask` as float32, the others zero; unselected elements
+// are not read (AVX-512 masked loads do not fault on them).
+ORCA_AVX512 inline __m512 LoadPart16(const float* p, __mmask16 mask) {
+  return _mm512_maskz_loadu_ps(mask, p);
+}
+ORCA_AVX512 inline __m512 LoadPart16(const Fp16* p, __mmask16 mask) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, p));
+}
+ORCA_AVX512 inline __m512 LoadPart16(const Bf16* p, __mmask16 mask) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+// The mask selecting the first n (0..16) of sixteen lanes.
+inline __mmask16 FirstLanes(int n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u);
+}
+
 }  // namespace orca

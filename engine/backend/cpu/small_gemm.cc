@@ -72,18 +72,6 @@ __attribute__((target("avx2,fma,f16c"))) inline void RowsAvx2(int k, const float
   }
 }
 
-// The first `count` elements at p as float32, the rest zero (AVX-512 masked loads).
-ORCA_AVX512 inline __m512 LoadPart16(const float* p, __mmask16 mask) {
-  return _mm512_maskz_loadu_ps(mask, p);
-}
-ORCA_AVX512 inline __m512 LoadPart16(const Fp16* p, __mmask16 mask) {
-  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, p));
-}
-ORCA_AVX512 inline __m512 LoadPart16(const Bf16* p, __mmask16 mask) {
-  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-}
-
 // AVX-512 version: as RowsAvx2 with 16 lanes and up to 8 rows of x (16 accumulators of
 // the 32 registers); the last partial chunk uses masked loads.
 template <int R, typename W>

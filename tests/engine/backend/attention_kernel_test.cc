@@ -1,9 +1,10 @@
 // AttendOneHead against a double-precision causal softmax attention: head sizes that are
-// and are not multiples of 8 and 32, decode (one query) and prefill chunks, short and
-// long histories, and scores spread far enough apart that most exponentials underflow;
-// for float32, float16 and bfloat16 caches, on the dispatched path (AVX2 where the CPU
-// has it) and the portable one. The reference reads the same 16-bit values, widened
-// by dtype.h's scalar conversions; StoreKvRow is checked against those conversions.
+// and are not multiples of 8, 16 and 32, and over 128 (two AVX-512 passes), decode (one
+// query) and prefill chunks, short and long histories, and scores spread far enough
+// apart that most exponentials underflow; for float32, float16 and bfloat16 caches, on
+// every path the CPU has (scalar, AVX2, AVX-512). The reference reads the same 16-bit
+// values, widened by dtype.h's scalar conversions; StoreKvRow is checked against those
+// conversions.
 #include "engine/backend/cpu/attention_kernel.h"
 
 #include <gtest/gtest.h>
@@ -27,10 +28,10 @@ Fp16 Narrow(float x, Fp16*) { return Fp16{F32ToF16(x)}; }
 Bf16 Narrow(float x, Bf16*) { return Bf16{F32ToBf16(x)}; }
 
 template <typename T>
-void CheckAgainstDoubleReference(bool portable) {
+void CheckAgainstDoubleReference(SimdLevel level) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (int d : {8, 12, 64, 72, 128}) {
+  for (int d : {8, 12, 16, 64, 72, 80, 128, 136, 256}) {
     for (int q_len : {1, 5, 40}) {
       for (int kv_len : {q_len, q_len + 3, q_len + 37, q_len + 300}) {
         for (float scale : {0.125f, 30.0f}) {
@@ -49,13 +50,8 @@ void CheckAgainstDoubleReference(bool portable) {
             vrow[j] = cache.data() + order[2 * j + 1] * (d + 3);
           }
           std::vector<float> scores(kv_len), out(q_len * ldo, 777.0f);
-          if (portable) {
-            internal::AttendOneHeadPortable(d, q_len, kv_len, q.data(), ldq, krow.data(),
-                                            vrow.data(), scale, scores.data(), out.data(), ldo);
-          } else {
-            AttendOneHead(d, q_len, kv_len, q.data(), ldq, krow.data(), vrow.data(), scale,
-                          scores.data(), out.data(), ldo);
-          }
+          AttendOneHead(d, q_len, kv_len, q.data(), ldq, krow.data(), vrow.data(), scale,
+                        scores.data(), out.data(), ldo, level);
           for (int i = 0; i < q_len; ++i) {
             const int n = kv_len - q_len + i + 1;
             std::vector<double> s(n);
@@ -73,9 +69,11 @@ void CheckAgainstDoubleReference(bool portable) {
               // Large scores carry float rounding of ~1e-7 x |score| into the weights.
               ASSERT_NEAR(out[i * ldo + c], ref, scale > 1 ? 2e-4 : 2e-5)
                   << "d=" << d << " q_len=" << q_len << " kv_len=" << kv_len << " scale=" << scale
-                  << " row " << i << " col " << c << (portable ? " (portable)" : "");
+                  << " row " << i << " col " << c << " " << SimdLevelName(level);
             }
-            for (int c = d; c < ldo; ++c) ASSERT_EQ(out[i * ldo + c], 777.0f) << "wrote past d";
+            for (int c = d; c < ldo; ++c) {
+              ASSERT_EQ(out[i * ldo + c], 777.0f) << "wrote past d " << SimdLevelName(level);
+            }
           }
         }
       }
@@ -83,19 +81,24 @@ void CheckAgainstDoubleReference(bool portable) {
   }
 }
 
+// The levels this CPU runs (a test on an AVX2-only machine covers AVX2 and scalar).
+std::vector<SimdLevel> Levels() {
+  std::vector<SimdLevel> levels = {SimdLevel::kScalar};
+  if (CpuMaxSimdLevel() >= SimdLevel::kAvx2) levels.push_back(SimdLevel::kAvx2);
+  if (CpuMaxSimdLevel() >= SimdLevel::kAvx512) levels.push_back(SimdLevel::kAvx512);
+  return levels;
+}
+
 TEST(AttentionKernelTest, Float32MatchesADoubleReference) {
-  CheckAgainstDoubleReference<float>(false);
-  CheckAgainstDoubleReference<float>(true);
+  for (SimdLevel l : Levels()) CheckAgainstDoubleReference<float>(l);
 }
 
 TEST(AttentionKernelTest, Float16MatchesADoubleReference) {
-  CheckAgainstDoubleReference<Fp16>(false);
-  CheckAgainstDoubleReference<Fp16>(true);
+  for (SimdLevel l : Levels()) CheckAgainstDoubleReference<Fp16>(l);
 }
 
 TEST(AttentionKernelTest, BFloat16MatchesADoubleReference) {
-  CheckAgainstDoubleReference<Bf16>(false);
-  CheckAgainstDoubleReference<Bf16>(true);
+  for (SimdLevel l : Levels()) CheckAgainstDoubleReference<Bf16>(l);
 }
 
 // Rows of every length 0..40 (the vector body and the scalar tail), values that round
