@@ -62,8 +62,9 @@ class Tokenizer {
 
 // Turns a stream of token ids into text increments. Never emits a partial UTF-8
 // sequence: bytes of an incomplete character are held until the character completes
-// (or flushed as U+FFFD by Flush()). Handles tokenizers whose decoding of a token
-// depends on its neighbours (the SentencePiece leading-space rule).
+// (or flushed as U+FFFD by Flush()); bytes that can no longer complete one are emitted
+// at once as U+FFFD, so at most one character's ids are ever held. Handles tokenizers whose
+// decoding of a token depends on its neighbours (the SentencePiece leading-space rule).
 class StreamingDetokenizer {
  public:
   // `context`: ids already shown (the prompt's last few), never emitted, so the first
@@ -77,8 +78,10 @@ class StreamingDetokenizer {
   std::string Flush();
 
  private:
-  // Moves the decoding window past the ids just emitted.
-  void Advance();
+  // Moves the decoding window past the ids just emitted, ids_[read_offset_, end).
+  void Advance(size_t end);
+  // How many of the last pending ids spell a character that may still complete (0: none).
+  size_t IdsOfIncompleteTail() const;
 
   const Tokenizer& tokenizer_;
   bool skip_special_tokens_;

@@ -1,3 +1,4 @@
+#include <random>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,54 @@ TEST(StreamingDetokenizerTest, FlushReplacesIncompleteBytes) {
   EXPECT_EQ(stream.Push(3 + 0xF0), "");
   EXPECT_EQ(stream.Push(3 + 0x9F), "");
   EXPECT_EQ(stream.Flush(), "\uFFFD");
+}
+
+// Bytes that can no longer complete a character are not held: a model repeating a lone
+// lead byte streams one U+FFFD per token (before, the whole output waited for Flush).
+TEST(StreamingDetokenizerTest, EmitsBytesThatCanNeverCompleteAtOnce) {
+  TempDir dir;
+  dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
+  auto t = Load(dir.path());
+  ASSERT_NE(t, nullptr);
+  StreamingDetokenizer stream(*t);
+  EXPECT_EQ(stream.Push(3 + 0xE6), "");  // may still become a character
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(stream.Push(3 + 0xE6), "\uFFFD") << i;
+  EXPECT_EQ(stream.Push(3 + 0x97), "");        // E6 97: still incomplete
+  EXPECT_EQ(stream.Push(3 + 0xA5), "日");      // E6 97 A5
+  EXPECT_EQ(stream.Push(3 + 0x97), "\uFFFD");  // a stray continuation byte
+  EXPECT_EQ(stream.Push(3 + 0xF0), "");
+  EXPECT_EQ(stream.Push(265), "\uFFFD a");  // F0 then "▁a": F0 can never complete
+  EXPECT_EQ(stream.Flush(), "");
+}
+
+// Random byte soup (ASCII, lead and continuation bytes, SentencePiece pieces): after
+// every push, what is held back decodes to at most one U+FFFD (one incomplete
+// character), and the whole stream equals Decode.
+TEST(StreamingDetokenizerTest, HoldsAtMostOneIncompleteCharacter) {
+  TempDir dir;
+  dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
+  auto t = Load(dir.path());
+  ASSERT_NE(t, nullptr);
+  const std::vector<int32_t> choices = {3 + 0x41, 3 + 0x97, 3 + 0xA5, 3 + 0xBF, 3 + 0xC3,
+                                        3 + 0xA9, 3 + 0xE6, 3 + 0xF0, 3 + 0x9F, 265};
+  std::mt19937 rng(17);
+  for (int round = 0; round < 50; ++round) {
+    StreamingDetokenizer stream(*t);
+    std::vector<int32_t> ids;
+    std::string streamed;
+    for (int i = 0; i < 60; ++i) {
+      ids.push_back(choices[rng() % choices.size()]);
+      streamed += stream.Push(ids.back());
+      ASSERT_TRUE(IsValidUtf8(streamed));
+      const std::string whole = t->Decode(ids, true);
+      ASSERT_EQ(whole.compare(0, streamed.size(), streamed), 0) << "round " << round;
+      const std::string held = whole.substr(streamed.size());
+      ASSERT_TRUE(held.empty() || held == "\uFFFD")
+          << "round " << round << " step " << i << " holds " << held.size() << " bytes";
+    }
+    streamed += stream.Flush();
+    EXPECT_EQ(streamed, t->Decode(ids, true)) << "round " << round;
+  }
 }
 
 TEST(StreamingDetokenizerTest, KeepsSentencePieceSpacesAcrossPushes) {
