@@ -37,10 +37,15 @@ std::unique_ptr<Tokenizer> Load(const std::string& dir) {
   return t.ok() ? std::move(*t) : nullptr;
 }
 
-TEST(StreamingDetokenizerTest, HoldsBytesUntilTheCharacterCompletes) {
+// The tiny SentencePiece-style tokenizer: byte b is id 3 + b, "▁a" is 265.
+std::unique_ptr<Tokenizer> LoadTiny() {
   TempDir dir;
   dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
-  auto t = Load(dir.path());
+  return Load(dir.path());
+}
+
+TEST(StreamingDetokenizerTest, HoldsBytesUntilTheCharacterCompletes) {
+  auto t = LoadTiny();
   ASSERT_NE(t, nullptr);
   // "日" = E6 97 A5 as byte-fallback tokens (byte b has id 3 + b), then "▁a".
   StreamingDetokenizer stream(*t);
@@ -53,9 +58,7 @@ TEST(StreamingDetokenizerTest, HoldsBytesUntilTheCharacterCompletes) {
 }
 
 TEST(StreamingDetokenizerTest, FlushReplacesIncompleteBytes) {
-  TempDir dir;
-  dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
-  auto t = Load(dir.path());
+  auto t = LoadTiny();
   ASSERT_NE(t, nullptr);
   StreamingDetokenizer stream(*t);
   EXPECT_EQ(stream.Push(265), "a");  // the first ▁ is stripped
@@ -67,9 +70,7 @@ TEST(StreamingDetokenizerTest, FlushReplacesIncompleteBytes) {
 // Bytes that can no longer complete a character are not held: a model repeating a lone
 // lead byte streams one U+FFFD per token (before, the whole output waited for Flush).
 TEST(StreamingDetokenizerTest, EmitsBytesThatCanNeverCompleteAtOnce) {
-  TempDir dir;
-  dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
-  auto t = Load(dir.path());
+  auto t = LoadTiny();
   ASSERT_NE(t, nullptr);
   StreamingDetokenizer stream(*t);
   EXPECT_EQ(stream.Push(3 + 0xE6), "");  // may still become a character
@@ -86,9 +87,7 @@ TEST(StreamingDetokenizerTest, EmitsBytesThatCanNeverCompleteAtOnce) {
 // every push, what is held back decodes to at most one U+FFFD (one incomplete
 // character), and the whole stream equals Decode.
 TEST(StreamingDetokenizerTest, HoldsAtMostOneIncompleteCharacter) {
-  TempDir dir;
-  dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
-  auto t = Load(dir.path());
+  auto t = LoadTiny();
   ASSERT_NE(t, nullptr);
   const std::vector<int32_t> choices = {3 + 0x41, 3 + 0x97, 3 + 0xA5, 3 + 0xBF, 3 + 0xC3,
                                         3 + 0xA9, 3 + 0xE6, 3 + 0xF0, 3 + 0x9F, 265};
@@ -113,9 +112,7 @@ TEST(StreamingDetokenizerTest, HoldsAtMostOneIncompleteCharacter) {
 }
 
 TEST(StreamingDetokenizerTest, KeepsSentencePieceSpacesAcrossPushes) {
-  TempDir dir;
-  dir.Write("tokenizer.json", tokenizer_test::TinySentencePieceStyleJson());
-  auto t = Load(dir.path());
+  auto t = LoadTiny();
   ASSERT_NE(t, nullptr);
   const std::vector<int32_t> ids = t->Encode("ab  abcd a", true);
   ExpectStreamsLikeDecode(*t, ids, true, "tiny");
