@@ -47,15 +47,26 @@ absl::StatusOr<int64_t> HeadDim(int64_t hidden, int64_t heads, const char* hidde
   return hidden / heads;
 }
 
-absl::StatusOr<double> GetDouble(const json& j, const char* key, double fallback,
-                                 const std::string& source) {
+// Reads a real-valued field. A value outside [min, max] fails naming the file and the key:
+// a norm epsilon of 1e206 parses as a double but is infinite as the float the kernels use.
+absl::StatusOr<double> GetReal(const json& j, const char* key, double fallback, double min,
+                               double max, const std::string& source) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_number()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": field '", key, "' must be a number"));
   }
-  return it->get<double>();
+  const double v = it->get<double>();
+  if (!(v >= min && v <= max)) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": field '", key, "' is ", it->dump(),
+                                                   "; it must be in [", min, ", ", max, "]"));
+  }
+  return v;
 }
+
+// Normalization epsilons: positive as a float, and at most 1 (checkpoints use 1e-5 or 1e-6).
+constexpr double kMinNormEps = 1e-30;
+constexpr double kMaxNormEps = 1.0;
 
 bool GetBool(const json& j, const char* key, bool fallback) {
   auto it = j.find(key);
@@ -101,8 +112,9 @@ absl::Status ParseLlama(const json& j, const std::string& src, ModelConfig& c) {
     ORCA_ASSIGN_OR_RETURN(head_dim,
                           HeadDim(hidden, heads, "hidden_size", "num_attention_heads", src));
   }
-  ORCA_ASSIGN_OR_RETURN(double eps, GetDouble(j, "rms_norm_eps", 1e-6, src));
-  ORCA_ASSIGN_OR_RETURN(double theta, GetDouble(j, "rope_theta", 10000.0, src));
+  ORCA_ASSIGN_OR_RETURN(double eps,
+                        GetReal(j, "rms_norm_eps", 1e-6, kMinNormEps, kMaxNormEps, src));
+  ORCA_ASSIGN_OR_RETURN(double theta, GetReal(j, "rope_theta", 10000.0, 1.0, 1e12, src));
   c.hidden_size = static_cast<int32_t>(hidden);
   c.intermediate_size = static_cast<int32_t>(inter);
   c.num_layers = static_cast<int32_t>(layers);
@@ -139,7 +151,8 @@ absl::Status ParseGpt2(const json& j, const std::string& src, ModelConfig& c) {
   ORCA_ASSIGN_OR_RETURN(int64_t vocab, GetSize(j, "vocab_size", -1, b.vocab_size, src));
   ORCA_ASSIGN_OR_RETURN(int64_t max_pos, GetSize(j, "n_positions", 1024, b.positions, src));
   ORCA_ASSIGN_OR_RETURN(int64_t inner, GetSize(j, "n_inner", 4 * hidden, b.intermediate_size, src));
-  ORCA_ASSIGN_OR_RETURN(double eps, GetDouble(j, "layer_norm_epsilon", 1e-5, src));
+  ORCA_ASSIGN_OR_RETURN(double eps,
+                        GetReal(j, "layer_norm_epsilon", 1e-5, kMinNormEps, kMaxNormEps, src));
   ORCA_ASSIGN_OR_RETURN(int64_t head_dim, HeadDim(hidden, heads, "n_embd", "n_head", src));
   c.hidden_size = static_cast<int32_t>(hidden);
   c.num_layers = static_cast<int32_t>(layers);

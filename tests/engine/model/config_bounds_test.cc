@@ -87,6 +87,31 @@ TEST(ModelConfigBoundsTest, OutOfBoundsValuesNameTheFileAndTheKey) {
               HasSubstr("must be a multiple of num_key_value_heads (3)"));
 }
 
+// Found by fuzzing (tests/fuzz/regressions/model_config/norm-eps-infinite-as-float.json):
+// rms_norm_eps 1e206 is a finite double but an infinite float; it was accepted, and the
+// configuration no longer read back from what ModelConfigToJson wrote ("rms_norm_eps": null).
+TEST(ModelConfigBoundsTest, RealValuesOutOfRangeNameTheFileAndTheKey) {
+  EXPECT_EQ(ParseWith(kLlama, "rms_norm_eps", "1e206"),
+            "/m/config.json: field 'rms_norm_eps' is 1e+206; it must be in [1e-30, 1]");
+  EXPECT_EQ(ParseWith(kLlama, "rms_norm_eps", "0"),
+            "/m/config.json: field 'rms_norm_eps' is 0; it must be in [1e-30, 1]");
+  EXPECT_EQ(ParseWith(kLlama, "rms_norm_eps", "1e-50"),
+            "/m/config.json: field 'rms_norm_eps' is 1e-50; it must be in [1e-30, 1]");
+  EXPECT_EQ(ParseWith(kLlama, "rope_theta", "-10000"),
+            "/m/config.json: field 'rope_theta' is -10000; it must be in [1, 1e+12]");
+  EXPECT_EQ(ParseWith(kLlama, "rope_theta", "1e300"),
+            "/m/config.json: field 'rope_theta' is 1e+300; it must be in [1, 1e+12]");
+  EXPECT_EQ(ParseWith(kGpt2, "layer_norm_epsilon", "2.5"),
+            "/m/config.json: field 'layer_norm_epsilon' is 2.5; it must be in [1e-30, 1]");
+  EXPECT_EQ(ParseWith(kLlama, "rms_norm_eps", "\"small\""),
+            "/m/config.json: field 'rms_norm_eps' must be a number");
+  // What checkpoints use reads as given.
+  for (const char* eps : {"1e-5", "1e-6", "0.00001"})
+    EXPECT_EQ(ParseWith(kLlama, "rms_norm_eps", eps), "OK");
+  EXPECT_EQ(ParseWith(kLlama, "rope_theta", "500000.0"), "OK");
+  EXPECT_EQ(ParseWith(kLlama, "rope_theta", "1000000000"), "OK");
+}
+
 // A random checkpoint (the `tiny` Llama, 2 layers; or `gpt2-tiny`) whose config.json the
 // tests then corrupt.
 class CheckpointLayoutTest : public ::testing::Test {
