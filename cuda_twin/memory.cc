@@ -30,7 +30,8 @@ class Registry {
     if (device >= 0) {
       absl::MutexLock lock(&mu_);
       if (in_use_.size() <= static_cast<size_t>(device)) in_use_.resize(device + 1, 0);
-      if (rounded > Config().device_memory - in_use_[device]) return cudaErrorMemoryAllocation;
+      if (rounded > Config().DeviceMemory(device) - in_use_[device])
+        return cudaErrorMemoryAllocation;
       in_use_[device] += rounded;
     }
     const bool guarded = device >= 0 && HostGuardEnabled();

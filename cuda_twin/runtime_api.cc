@@ -169,7 +169,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!ValidDevice(device)) return Fail(cudaErrorInvalidDevice);
   std::memset(prop, 0, sizeof(*prop));
   std::snprintf(prop->name, sizeof(prop->name), "orca CUDA twin %d (host)", device);
-  prop->totalGlobalMem = Config().device_memory;
+  prop->totalGlobalMem = Config().DeviceMemory(device);
   prop->sharedMemPerBlock = kSharedPerBlock;
   prop->sharedMemPerBlockOptin = kSharedPerBlock;
   prop->sharedMemPerMultiprocessor = kSharedPerBlock;
@@ -254,7 +254,7 @@ cudaError_t cudaDriverGetVersion(int* version) {
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   if (free_bytes == nullptr || total_bytes == nullptr) return Fail(cudaErrorInvalidValue);
   if (cudaError_t e = CheckInit(); e != cudaSuccess) return Fail(e);
-  *total_bytes = Config().device_memory;
+  *total_bytes = Config().DeviceMemory(CurrentDevice());
   *free_bytes = *total_bytes - DeviceBytesInUse(CurrentDevice());
   return cudaSuccess;
 }

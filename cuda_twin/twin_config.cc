@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace orca::cuda_twin {
 namespace {
@@ -20,7 +21,13 @@ TwinConfig Load() {
     return absl::SimpleAtoi(v, &c.devices) && c.devices >= 0 && c.devices <= 64;
   });
   read("ORCA_CUDA_TWIN_DEVICE_MEMORY", [&](const std::string& v) {
-    return ParseBytes(v, &c.device_memory) && c.device_memory > 0;
+    c.device_memory.clear();
+    for (absl::string_view part : absl::StrSplit(v, ',')) {
+      size_t bytes = 0;
+      if (!ParseBytes(std::string(part), &bytes) || bytes == 0) return false;
+      c.device_memory.push_back(bytes);
+    }
+    return !c.device_memory.empty();
   });
   read("ORCA_CUDA_TWIN_SMS", [&](const std::string& v) {
     return absl::SimpleAtoi(v, &c.sms) && c.sms >= 1 && c.sms <= 1024;
@@ -39,6 +46,7 @@ TwinConfig Load() {
   if (!c.error.empty()) {
     std::fprintf(stderr, "orca CUDA twin: %s; no device is available\n", c.error.c_str());
     c.devices = 0;
+    c.device_memory = TwinConfig{}.device_memory;  // never empty
   }
   return c;
 }

@@ -4,7 +4,9 @@
 //   ORCA_CUDA_TWIN_DEVICE_MEMORY  memory of each device in bytes, or with a K/M/G/Ki/Mi/Gi
 //                                 suffix (default 1Gi: poisoned memory is real host memory
 //                                 once allocated): what cudaMemGetInfo reports and
-//                                 where cudaMalloc starts failing
+//                                 where cudaMalloc starts failing. A comma-separated list
+//                                 gives devices 0, 1, ... their own sizes, the last one
+//                                 standing for the devices beyond it ("96Mi,64Mi")
 //   ORCA_CUDA_TWIN_SMS            multiprocessors each device reports (default 132, an H100
 //                                 SXM's count, so launch heuristics that size grids by
 //                                 the SM count take the paths they take on a GPU)
@@ -18,20 +20,27 @@
 // (every call then fails with cudaErrorInitializationError). Thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace orca::cuda_twin {
 
 struct TwinConfig {
   int devices = 8;
-  size_t device_memory = size_t{1} << 30;
+  std::vector<size_t> device_memory = {size_t{1} << 30};  // per device; the last repeats
   int sms = 132;
   uint64_t seed = 1;
   bool poison = true;
   bool host_guard = false;
   std::string error;  // non-empty: the environment was malformed
+
+  // The memory of `device` (>= 0).
+  size_t DeviceMemory(int device) const {
+    return device_memory[std::min<size_t>(static_cast<size_t>(device), device_memory.size() - 1)];
+  }
 };
 
 const TwinConfig& Config();

@@ -6,6 +6,9 @@
 //   `--device cpu` does (chunked prefill and prefix caching on, prefills chunked);
 // - local groups `--tensor-parallel 2`, `--pipeline-parallel 2` and 2x2 (a scheduler
 //   plus worker processes, NCCL between them) answer exactly as the CPU process;
+// - a `--tensor-parallel 2` group given no KV cache size sizes it by its ranks' device
+//   memory (two sizes on the twin) and allocates the smallest capacity on every rank, and
+//   so do the scheduler and worker pods orca-controller renders for a gpu group;
 // - SIGKILL of one worker of a `--tensor-parallel 2` group mid-request fails that
 //   request with a retriable error (its peer's NCCL wait is abandoned, not left to
 //   hang); the group re-forms once `orca serve` has restarted the worker, and answers
@@ -17,7 +20,9 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import OpenAI from 'openai';
+import { existsSync } from 'node:fs';
 import { startServer, missingPrerequisite, metricValue, storiesDir } from './orca_server.mjs';
+import { readyStatus, startRenderedGroup } from './rendered_group.mjs';
 
 process.env.ORCA_CUDA_TWIN_DEVICES ??= '4';
 
@@ -110,6 +115,72 @@ for (const [name, layout] of [['--tensor-parallel 2', ['--tensor-parallel', '2']
     }
   });
 }
+
+// Without a KV cache size (no --num-kv-blocks, --kv-cache-mib 0) each rank of a CUDA
+// group profiles its device and the group allocates the smallest capacity on every rank.
+// The twin gives the two ranks' devices different memory (ORCA_CUDA_TWIN_DEVICE_MEMORY).
+test('a --device cuda group sizes its KV cache by its ranks\' memory, the smallest winning', async (t) => {
+  if (skipOrFailCuda(t)) return;
+  const sized = common.filter((a, i) => a !== '--num-kv-blocks' && common[i - 1] !== '--num-kv-blocks');
+  const group = await startServer(['--device', 'cuda', '--tensor-parallel', '2', ...sized],
+                                  { timeoutMs: startMs, env: { ORCA_CUDA_TWIN_DEVICE_MEMORY: '96Mi,64Mi' } });
+  try {
+    assert.deepEqual(await Promise.all(prompts.map((p) => greedy(group.baseURL, p))), reference);
+    const log = group.stderr();
+    const m = log.match(/group: KV cache (\d+) blocks of 4 tokens per rank, the smallest of the ranks' \(rank 0: (\d+), rank 1: (\d+)\)/);
+    assert.ok(m, `no sizing line in the log:\n${log.slice(-4000)}`);
+    const [blocks, rank0, rank1] = m.slice(1).map(Number);
+    assert.equal(blocks, rank1, 'rank 1 has the smaller device');
+    assert.ok(rank0 > rank1, `${rank0} vs ${rank1}`);
+    // The ranks hold equal shards, so their capacities differ by their budgets,
+    // 32 MiB x 0.9 (the memory fraction) x 0.98 (less the 2% reserve), in blocks of
+    // 2 (K, V) x 5 layers x 2 KV heads per rank x 8 dims x 4 tokens x 2 bytes (float16),
+    // less what only rank 0, the sampling rank, holds: its logits and sampler workspaces
+    // (8 rows of 512 logits; tens of KiB, under 64 blocks).
+    const perBlock = 2 * 5 * 2 * 8 * 4 * 2;
+    const expected = (32 * 2 ** 20 * 0.9 * 0.98) / perBlock;
+    const diff = rank0 - rank1;
+    assert.ok(diff <= expected + 1 && diff >= expected - 64, `capacities differ by ${diff}, expected ${expected} less < 64`);
+    const metrics = await (await fetch(`${group.baseURL}/metrics`)).text();
+    assert.match(metrics, new RegExp(`vllm:cache_config_info\\{[^}]*num_gpu_blocks="${blocks}"`));
+  } finally {
+    assert.equal(await group.stop(), 0);
+  }
+});
+
+// The pods orca-controller renders for `device: gpu` (a scheduler and a 2-stage pipeline,
+// no KV cache size: the CRD's default) as processes, each worker's twin device with its
+// own memory: the scheduler's engine starts before any rank joins, the ranks size the
+// cache by their memory, and the engine and its metrics take the smallest count.
+test('the pods orca-controller renders for a gpu group size the KV cache by memory', async (t) => {
+  if (skipOrFailCuda(t)) return;
+  const controller = process.env.ORCA_CONTROLLER_BIN;
+  if (!controller || !existsSync(controller)) {
+    if (process.env.CI === 'true') throw new Error('ORCA_CONTROLLER_BIN is not set in CI');
+    t.skip('ORCA_CONTROLLER_BIN is not set to the orca-controller binary');
+    return;
+  }
+  const memory = { 'demo-g0-s0-0': '96Mi', 'demo-g0-s1-0': '64Mi' };
+  const group = await startRenderedGroup({
+    controller, device: 'gpu', workerEnv: (name) => ({ ORCA_CUDA_TWIN_DEVICE_MEMORY: memory[name] }),
+  });
+  try {
+    assert.equal(group.workers.length, 2);
+    await waitFor('the scheduler reports ready', async () => (await readyStatus(group.url)) === 200, startMs, group.logs);
+    assert.deepEqual(await Promise.all(prompts.map((p) => greedy(group.url, p))), reference);
+    const log = group.procs[0].log();
+    const m = log.match(/group: KV cache (\d+) blocks of 16 tokens per rank, the smallest of the ranks' \(rank 0: (\d+), rank 1: (\d+)\)/);
+    assert.ok(m, `no sizing line in the scheduler's log:\n${log.slice(-4000)}`);
+    const [blocks, rank0, rank1] = m.slice(1).map(Number);
+    assert.equal(blocks, Math.min(rank0, rank1));
+    assert.ok(rank0 > rank1, `stage 1's device is the smaller: ${rank0} vs ${rank1}`);
+    assert.match(log, new RegExp(`engine: KV cache ${blocks} blocks x 16 tokens, sized by the group's memory`));
+    const metrics = await (await fetch(`${group.url}/metrics`)).text();
+    assert.match(metrics, new RegExp(`vllm:cache_config_info\\{[^}]*num_gpu_blocks="${blocks}"`));
+  } finally {
+    await group.stop();
+  }
+});
 
 async function waitFor(what, fn, timeoutMs, logs) {
   const deadline = Date.now() + timeoutMs;

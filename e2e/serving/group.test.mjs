@@ -13,13 +13,13 @@
 //   the group back.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { startServer, skipOrFail, missingPrerequisite, metricValue, sourceDir, storiesDir } from './orca_server.mjs';
+import { startServer, skipOrFail, missingPrerequisite, metricValue, storiesDir } from './orca_server.mjs';
+import { readyStatus, startProcess, startRenderedGroup, waitFor } from './rendered_group.mjs';
 
 const prompts = ['Once upon a time', 'The cat sat on the', 'Lily and Ben went to the park. They'];
 
@@ -183,44 +183,6 @@ test('a SIGSTOPped worker of a local group fails the request retriably and is re
 
 // --- the controller's pods as processes ---------------------------------------------
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
-    srv.on('error', reject);
-  });
-}
-
-function startProcess(name, args, env) {
-  const child = spawn(process.env.ORCA_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  let log = '';
-  const keep = (d) => { log += d; if (log.length > 1e6) log = log.slice(-5e5); };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  return {
-    name, child, log: () => log,
-    async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
-
-async function waitFor(what, fn, timeoutMs, logs) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try { if (await fn()) return; } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${what} within ${timeoutMs} ms; logs:\n${logs()}`);
-}
-
-const readyStatus = async (url) => (await fetch(`${url}/ready`)).status;
-
 test('the pods orca-controller renders form a group that survives a lost worker', async (t) => {
   if (skipOrFail(t)) return;
   const controller = process.env.ORCA_CONTROLLER_BIN;
@@ -229,48 +191,11 @@ test('the pods orca-controller renders form a group that survives a lost worker'
     t.skip('ORCA_CONTROLLER_BIN is not set to the orca-controller binary');
     return;
   }
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'orca-group-'));
-  const cr = readFileSync(path.join(sourceDir, 'e2e/k8s/inferencedeployment.yaml'), 'utf8')
-    .replaceAll('@NAME@', 'demo').replaceAll('@NAMESPACE@', 'default').replaceAll('@IMAGE@', 'orca:dev')
-    .replaceAll('@MODEL_NAME@', 'stories260K').replaceAll('@MODEL_URI@', 'hostpath:///models/stories260K')
-    .replaceAll('@DEVICE@', 'cpu').replaceAll('@INGRESS_CLASS@', 'nginx').replaceAll('@HOST@', 'orca.local')
-    .replace('tensor: 1', 'tensor: 2');  // 2 stages x 2 tensor ranks: 4 worker pods
-  writeFileSync(path.join(dir, 'cr.yaml'), cr);
-  const objects = JSON.parse(execFileSync(controller, ['render', '-f', path.join(dir, 'cr.yaml'), '-o', 'json']));
-  const items = Array.isArray(objects) ? objects : objects.items;
-  const configMap = items.find((o) => o.kind === 'ConfigMap');
-  // The model is mounted at /models in the pods; here it is the shipped checkpoint.
-  writeFileSync(path.join(dir, 'engine.yaml'),
-    configMap.data['engine.yaml'].replace('dir: "/models"', `dir: ${JSON.stringify(storiesDir)}`));
-  const [httpPort, controlPort] = [await freePort(), await freePort()];
-  // What Kubernetes does for the pods: expand $(VAR) from the env, mount the config and
-  // the model. Ports move to free ones (the processes share one network namespace): flags
-  // override engine.yaml.
-  const rewrite = (argv, vars) => argv.slice(1).map((a) => a
-    .replace(/\$\((\w+)\)/g, (_, v) => vars[v])
-    .replace('/etc/orca/engine.yaml', path.join(dir, 'engine.yaml')));
-  const procs = [];
-  const logs = () => procs.map((p) => `--- ${p.name}\n${p.log().slice(-3000)}`).join('\n');
+  // 2 stages x 2 tensor ranks: 4 worker pods.
+  const group = await startRenderedGroup({ controller, device: 'cpu', tensor: 2 });
+  const { url, procs, workers, logs } = group;
   try {
-    const sched = items.find((o) => o.kind === 'Deployment');
-    const schedArgs = [...rewrite(sched.spec.template.spec.containers[0].command, {}),
-      '--port', String(httpPort), '--control-port', String(controlPort), '--grpc-port', '0'];
-    procs.push(startProcess('scheduler', schedArgs, {}));
-    const workers = [];
-    for (const sts of items.filter((o) => o.kind === 'StatefulSet')) {
-      const env = Object.fromEntries(sts.spec.template.spec.containers[0].env.filter((e) => 'value' in e)
-        .map((e) => [e.name, e.value]));
-      for (let ordinal = 0; ordinal < sts.spec.replicas; ordinal++) {
-        const vars = { ...env, ORCA_SCHEDULER_ADDR: `127.0.0.1:${controlPort}`, ORCA_POD_ORDINAL: String(ordinal) };
-        const args = [...rewrite(sts.spec.template.spec.containers[0].command, vars),
-          '--metrics-port', String(await freePort()), '--threads', '1'];
-        const name = `${sts.metadata.name}-${ordinal}`;
-        workers.push({ name, args });
-        procs.push(startProcess(name, args, { ORCA_POD_IP: '127.0.0.1' }));
-      }
-    }
     assert.equal(workers.length, 4);
-    const url = `http://127.0.0.1:${httpPort}`;
     await waitFor('the scheduler reports ready', async () => (await readyStatus(url)) === 200, 120000, logs);
     assert.deepEqual(await Promise.all(prompts.map((p) => greedy(url, p))), reference);
     // Every worker pod reports itself ready and busy on its metrics port.
@@ -314,7 +239,7 @@ test('the pods orca-controller renders form a group that survives a lost worker'
     assert.equal((await refused.json()).error.code, null);
     // Kubernetes restarts the pod; the group re-forms and serves again.
     const spec = workers.find((w) => w.name === 'demo-g0-s1-0');
-    procs.push(startProcess(`${spec.name} (restarted)`, spec.args, { ORCA_POD_IP: '127.0.0.1' }));
+    procs.push(startProcess(`${spec.name} (restarted)`, spec.args, spec.env));
     await waitFor('the group re-forms', async () => (await readyStatus(url)) === 200, 120000, logs);
     assert.equal(await greedy(url, prompts[1]), reference[1]);
     assert.equal(await greedy(url, prompts[2]), reference[2]);
@@ -326,11 +251,7 @@ test('the pods orca-controller renders form a group that survives a lost worker'
     assert.equal(metricValue(metrics, 'orca_group_breaks_total'), 1);
     assert.equal(metricValue(metrics, 'orca_kv_cache_usage_perc'), 0);
   } finally {
-    // As the controller does: the scheduler first (it drains and ends the group), then the
-    // workers, which on SIGTERM wait for the scheduler to end their group.
-    if (procs.length) await procs[0].stop();
-    await Promise.all(procs.slice(1).map((p) => p.stop()));
-    rmSync(dir, { recursive: true, force: true });
+    await group.stop();
   }
 });
 

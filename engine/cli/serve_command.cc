@@ -270,6 +270,8 @@ absl::StatusOr<Group> StartGroup(const EngineConfig& config, Role role) {
   go.device = config.device.type;
   go.listen = absl::StrCat(role == Role::kServe ? "127.0.0.1" : "0.0.0.0", ":", p.control_port);
   go.kv_cache = config.kv_cache;
+  go.scheduler = config.scheduler;
+  go.max_model_len = config.model.max_model_len;
   go.rank_deadline_s = p.rank_deadline_s;
   go.trace = g.trace;
   // The control plane is authenticated: by the configured token, or (orca serve) by one

@@ -216,9 +216,9 @@ std::vector<Setting> BuildSettings() {
                   1024, kServing | kGenerate, "KV cache block size in tokens"));
   s.push_back(Int("kv_cache.size_mib", "kv-cache-mib", &C::kv_cache, &KvCacheOptions::size_mib, 0,
                   1 << 20, kServing | kGenerate,
-                  "KV cache size per rank in MiB; 0 = auto: a single CUDA process gives it what "
-                  "gpu-memory-fraction of the device leaves after the weights and the peak "
-                  "activations of a profiling pass, anything else 1024 MiB"));
+                  "KV cache size per rank in MiB; 0 = auto: on CUDA what gpu-memory-fraction "
+                  "of the device leaves after the weights and the peak activations of a "
+                  "profiling pass (a group: the smallest of its ranks'), on the CPU 1024 MiB"));
   s.push_back(Int("kv_cache.num_blocks", "num-kv-blocks", &C::kv_cache, &KvCacheOptions::num_blocks,
                   0, 1 << 26, kServing | kGenerate,
                   "KV cache size per rank in blocks (overrides kv-cache-mib; 0 = off)"));

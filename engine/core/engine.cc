@@ -8,6 +8,7 @@
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/core/local_executor.h"
+#include "engine/runner/kv_cache_sizing.h"
 #include "engine/sched/request_limits.h"
 
 namespace orca {
@@ -47,8 +48,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     sc.max_model_len = c.max_position_embeddings;
   }
   sc.max_inflight_batches = e->executor_->max_inflight();
-  e->pool_ =
-      std::make_unique<KvBlockPool>(e->executor_->num_kv_blocks(), e->executor_->block_size());
+  // A group that sizes its cache by its ranks' memory knows the block count only once it
+  // first forms (AdoptKvCacheSize); until then the pool has the fewest blocks that sizing
+  // guarantees, one sequence of max_model_len, so what Submit accepts holds before and after.
+  int32_t blocks = e->executor_->num_kv_blocks();
+  if (blocks == 0) blocks = MinKvBlocks(sc.max_model_len, e->executor_->block_size());
+  e->pool_ = std::make_unique<KvBlockPool>(blocks, e->executor_->block_size());
   e->scheduler_ = std::make_unique<IterationScheduler>(sc, e->pool_.get());
   e->limits_ = e->scheduler_->limits();  // Submit refuses what the scheduler never could run
   e->limits_.vocab_size = c.vocab_size;
@@ -57,9 +62,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     e->outputs_ = std::make_unique<OutputProcessor>(*e->tokenizer_, IsRequestLevel(sc.policy));
   }
   ORCA_LOG(INFO) << "engine: " << c.architecture << " from " << options.model.dir << ", KV cache "
-                 << e->executor_->num_kv_blocks() << " blocks x " << e->executor_->block_size()
-                 << " tokens, context " << sc.max_model_len << ", " << sc.max_inflight_batches
-                 << " batch(es) in flight";
+                 << (e->executor_->num_kv_blocks() > 0
+                         ? absl::StrCat(e->executor_->num_kv_blocks(), " blocks")
+                         : std::string("sized when the group forms,"))
+                 << " x " << e->executor_->block_size() << " tokens, context " << sc.max_model_len
+                 << ", " << sc.max_inflight_batches << " batch(es) in flight";
   return e;
 }
 
@@ -199,6 +206,7 @@ void Engine::UpdateSnapshot() {
   snapshot_.num_running = scheduler_->num_running();
   snapshot_.num_waiting = scheduler_->num_waiting();
   snapshot_.kv_cache_usage = pool_->usage();
+  snapshot_.kv_cache_blocks = pool_->num_blocks();
   snapshot_.num_preemptions = scheduler_->num_preemptions();
   snapshot_.prefix_cache_hit_tokens = scheduler_->num_prefix_cache_hit_tokens();
   snapshot_.iterations = iterations_;
@@ -228,6 +236,7 @@ bool Engine::Step() {
     executor_->WaitReady(absl::Milliseconds(100));
     return true;
   }
+  if (!kv_size_adopted_ && executor_->num_kv_blocks() > 0) AdoptKvCacheSize();
   if (ScheduleAndSubmit()) return true;  // schedule -> execute
   if (inflight_.empty()) {
     WaitForCapacity();
@@ -235,6 +244,19 @@ bool Engine::Step() {
   }
   CompleteOldest(absl::OkStatus());  // update
   return true;
+}
+
+void Engine::AdoptKvCacheSize() {
+  kv_size_adopted_ = true;
+  const int32_t blocks = executor_->num_kv_blocks();
+  if (blocks == pool_->num_blocks()) return;
+  // Nothing has run before the group first formed, so nothing holds a block.
+  if (absl::Status s = pool_->Resize(blocks); !s.ok()) {
+    ORCA_LOG(ERROR) << "engine: the group sized the KV cache at " << blocks << " blocks: " << s;
+    return;
+  }
+  ORCA_LOG(INFO) << "engine: KV cache " << blocks << " blocks x " << pool_->block_size()
+                 << " tokens, sized by the group's memory";
 }
 
 bool Engine::TakeNewWork() {

@@ -67,6 +67,7 @@ struct EngineSnapshot {
   int32_t num_running = 0;
   int32_t num_waiting = 0;
   double kv_cache_usage = 0;
+  int32_t kv_cache_blocks = 0;  // the block pool's size (a group's, once adopted)
   int64_t num_preemptions = 0;
   int64_t prefix_cache_hit_tokens = 0;
   int64_t iterations = 0;
@@ -150,6 +151,9 @@ class Engine {
   // `submit_error`: Submit failed, so there is no result to wait for.
   void CompleteOldest(const absl::Status& submit_error) ABSL_LOCKS_EXCLUDED(mu_);
   void LogCostModel();
+  // The executor's group has sized the KV cache by its ranks' memory: the pool takes
+  // that count (before the first plan; see Executor).
+  void AdoptKvCacheSize();
   // The serving group broke: every running request lost its KV cache and fails with
   // `error` (Unavailable: retriable); cached prefixes are forgotten.
   void FailRunning(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -162,6 +166,7 @@ class Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<KvBlockPool> pool_;
   std::unique_ptr<IterationScheduler> scheduler_;  // engine thread only
+  bool kv_size_adopted_ = false;                   // engine thread only (AdoptKvCacheSize)
   EngineObserver* observer_ = nullptr;
   // Batches submitted to the executor, oldest first (engine thread only).
   struct InFlight {

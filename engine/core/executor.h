@@ -6,8 +6,10 @@
 //
 // Thread safety: Submit(), Wait() and TakeStateLost() belong to one thread, the
 // engine's. Every other call is thread-safe and any thread may make it: config(),
-// num_kv_blocks(), block_size() and max_inflight() return what was fixed at creation
-// (Engine::Submit and the HTTP handlers read config()); ready(), WaitReady() and
+// block_size() and max_inflight() return what was fixed at creation (Engine::Submit and
+// the HTTP handlers read config()), and num_kv_blocks() too, except for a group whose
+// cache its ranks size by their memory: 0 until the group first forms, fixed from then
+// on (the engine adopts it before its first plan); ready(), WaitReady() and
 // group_status() synchronise internally (health checks, metrics scrapes, and the serve
 // command waiting for its group to form).
 #pragma once
@@ -35,7 +37,7 @@ class Executor {
  public:
   virtual ~Executor() = default;
 
-  // Fixed at creation. Thread-safe.
+  // Fixed at creation (num_kv_blocks: see above). Thread-safe.
   virtual const ModelConfig& config() const = 0;
   virtual int32_t num_kv_blocks() const = 0;
   virtual int32_t block_size() const = 0;

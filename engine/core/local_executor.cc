@@ -9,32 +9,6 @@
 
 namespace orca {
 
-namespace {
-
-// Sizes `runner`'s KV cache from what the backend's memory budget leaves once a
-// profiling pass has run (the runner holds a probe cache on entry).
-absl::Status SizeKvCacheFromMemory(ModelRunner& runner, Backend& backend,
-                                   const LocalExecutorOptions& options) {
-  const SchedulerOptions& s = options.scheduler;
-  ORCA_RETURN_IF_ERROR(runner.RunProfilingPass(s.max_batched_tokens, s.max_batch_size));
-  const MemoryInfo info = backend.GetMemoryInfo();
-  MemoryMeasurement m;
-  m.budget_bytes = info.total_bytes;
-  m.free_bytes = info.free_bytes;
-  m.weight_bytes = runner.weight_bytes();
-  m.probe_kv_bytes = runner.kv_cache_bytes();
-  int64_t max_len = options.model.max_model_len;
-  if (max_len <= 0 || max_len > runner.config().max_position_embeddings) {
-    max_len = runner.config().max_position_embeddings;
-  }
-  ORCA_ASSIGN_OR_RETURN(KvMemoryPlan plan,
-                        KvBlocksFromMemory(m, runner.KvBytesFor(1), runner.block_size(), max_len));
-  ORCA_LOG(INFO) << "engine: " << backend.name() << ": " << plan.Describe();
-  return runner.ResizeKvCache(plan.num_blocks);
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
     const LocalExecutorOptions& options) {
   auto e = std::unique_ptr<LocalExecutor>(new LocalExecutor());
@@ -46,9 +20,8 @@ absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
   const bool by_memory = KvCacheSizedByMemory(options.kv_cache, options.device.type);
   if (by_memory) {
     // A probe cache, large enough for the profiling pass.
-    const int64_t bs = ro.block_size, tokens = options.scheduler.max_batched_tokens;
-    const int64_t seqs = std::min<int64_t>(options.scheduler.max_batch_size, tokens);
-    ro.num_kv_blocks = static_cast<int32_t>((tokens + bs - 1) / bs + seqs);
+    ro.num_kv_blocks = ProbeKvBlocks(options.scheduler.max_batched_tokens,
+                                     options.scheduler.max_batch_size, ro.block_size);
   } else {
     ORCA_ASSIGN_OR_RETURN(ro.num_kv_blocks,
                           KvCacheBlocks(config, 1, 1, options.kv_cache, ro.kv_cache_dtype));
@@ -59,7 +32,14 @@ absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
   ro.graphs = options.device.cuda_graphs;
   ORCA_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device));
   ORCA_ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(options.model.dir, e->backend_.get(), ro));
-  if (by_memory) ORCA_RETURN_IF_ERROR(SizeKvCacheFromMemory(*e->runner_, *e->backend_, options));
+  if (by_memory) {
+    ORCA_ASSIGN_OR_RETURN(
+        KvMemoryPlan plan,
+        MeasureKvCapacity(*e->runner_, *e->backend_, options.scheduler.max_batched_tokens,
+                          options.scheduler.max_batch_size, options.model.max_model_len));
+    ORCA_LOG(INFO) << "engine: " << e->backend_->name() << ": " << plan.Describe();
+    ORCA_RETURN_IF_ERROR(e->runner_->ResizeKvCache(plan.num_blocks));
+  }
   if (options.trace) {
     e->trace_ = options.trace;
     e->trace_->NameTrack(TraceWriter::kSchedulerTrack, "scheduler");

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <thread>
@@ -36,6 +37,9 @@ struct Session {
   std::string name;
   uint64_t generation = 0;  // the GroupInit it received; 0: none yet
   bool ready = false;
+  // Guarded by the executor's mu_: the blocks the rank's device could hold (its
+  // WorkerKvCapacity of this generation; 0: not reported).
+  int32_t kv_capacity = 0;
   // Guarded by the executor's mu_: when the rank's last message (a heartbeat at least)
   // arrived.
   absl::Time last_heard = absl::Now();
@@ -56,9 +60,14 @@ struct Session {
 
 class GroupExecutor::Impl final : public v1::ControlPlane::Service {
  public:
+  // Messages for sessions, written once the lock is released.
+  using Outbox = std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>>;
+
   GroupExecutorOptions options;
   ModelConfig config;
-  int32_t num_kv_blocks = 0;
+  // Blocks per rank: fixed at creation, or (a cache sized by the ranks' memory) 0 until the
+  // first generation's ranks have reported what they hold, and fixed from then on.
+  std::atomic<int32_t> num_kv_blocks{0};
   DType kv_cache_dtype = DType::kF32;  // resolved from options.kv_cache.dtype
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -128,14 +137,19 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
 
   // With every rank present and no group formed: starts a new generation and returns
   // the sessions with their GroupInit messages, to be written outside the lock.
-  std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> MaybeInit()
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Outbox MaybeInit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // comm() = "nccl": fresh unique ids for the group's communicator (pipeline > 1) and
   // each stage's tensor-parallel one (tensor > 1), so no two generations share one.
   absl::Status SetNcclIds(v1::GroupInit& init);
   // Breaks the formed group (see the header); a no-op while none is formed.
   void Break(const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HandleMessage(Session& s, const v1::WorkerMessage& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Handles a rank's message; messages to send in reply go to `out`, to be written outside
+  // the lock.
+  void HandleMessage(Session& s, const v1::WorkerMessage& m, Outbox& out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A cache sized by memory: once every rank of the generation has reported its
+  // capacity, fixes the smallest as the group's block count and sends it to every rank.
+  void MaybeSizeKvCache(Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::map<int32_t, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
@@ -181,7 +195,7 @@ grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream)
   session->stream = stream;
   session->rank = hello.stage() * tensor() + hello.tp_rank();
   session->name = hello.worker();
-  std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> inits;
+  Outbox inits;
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
@@ -200,8 +214,12 @@ grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream)
   for (auto& [s, init] : inits) s->Write(init);  // a failed write ends that session's Read
 
   while (stream->Read(&m)) {
-    absl::MutexLock lock(&mu_);
-    HandleMessage(*session, m);
+    Outbox out;
+    {
+      absl::MutexLock lock(&mu_);
+      HandleMessage(*session, m, out);
+    }
+    for (auto& [s, reply] : out) s->Write(reply);  // a failed write ends that session's Read
   }
   session->Close();  // writers holding the session must not touch the stream any more
   absl::MutexLock lock(&mu_);
@@ -214,7 +232,7 @@ grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream)
   return grpc::Status::OK;
 }
 
-void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) {
+void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m, Outbox& out) {
   s.last_heard = absl::Now();
   if (!formed_ || s.generation != generation_) return;  // a message of a broken generation
   switch (m.msg_case()) {
@@ -233,7 +251,7 @@ void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) 
       if (m.ready().kv_cache_bytes() != expected) {
         Break(absl::StrCat("worker rank ", s.rank, " (", s.name, ") allocated ",
                            m.ready().kv_cache_bytes(), " bytes of KV cache where the group sized ",
-                           expected, " (", num_kv_blocks, " blocks of ",
+                           expected, " (", num_kv_blocks.load(), " blocks of ",
                            std::string(DTypeName(kv_cache_dtype)),
                            "): do the scheduler and the worker run the same release?"));
         return;
@@ -246,6 +264,19 @@ void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) 
         ORCA_LOG(INFO) << "group: generation " << generation_ << " ready (" << pipeline()
                        << " stages x " << tensor() << " ranks)";
       }
+      return;
+    }
+    case v1::WorkerMessage::kKvCapacity: {
+      const v1::WorkerKvCapacity& c = m.kv_capacity();
+      if (c.generation() != generation_ || num_kv_blocks.load() > 0 || s.kv_capacity > 0) return;
+      if (c.num_blocks() <= 0) {
+        Break(absl::StrCat("worker rank ", s.rank, " (", s.name, ") reported room for ",
+                           c.num_blocks(), " KV blocks"));
+        return;
+      }
+      s.kv_capacity = c.num_blocks();
+      ORCA_LOG(INFO) << "group: rank " << s.rank << " (" << s.name << "): " << c.arithmetic();
+      MaybeSizeKvCache(out);
       return;
     }
     case v1::WorkerMessage::kDone: {
@@ -272,9 +303,27 @@ void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m) 
   }
 }
 
-std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>>
-GroupExecutor::Impl::MaybeInit() {
-  std::vector<std::pair<std::shared_ptr<Session>, v1::SchedulerMessage>> out;
+void GroupExecutor::Impl::MaybeSizeKvCache(Outbox& out) {
+  if (static_cast<int32_t>(sessions_.size()) != world()) return;
+  int32_t blocks = INT32_MAX;
+  std::string each;
+  for (const auto& [rank, session] : sessions_) {
+    if (session->kv_capacity <= 0) return;  // not every rank has measured yet
+    blocks = std::min(blocks, session->kv_capacity);
+    absl::StrAppend(&each, each.empty() ? "" : ", ", "rank ", rank, ": ", session->kv_capacity);
+  }
+  num_kv_blocks = blocks;
+  ORCA_LOG(INFO) << "group: KV cache " << blocks << " blocks of " << options.kv_cache.block_size
+                 << " tokens per rank, the smallest of the ranks' (" << each
+                 << "); kept for every later generation";
+  v1::SchedulerMessage m;
+  m.mutable_kv_cache_size()->set_generation(generation_);
+  m.mutable_kv_cache_size()->set_num_blocks(blocks);
+  for (auto& [rank, session] : sessions_) out.emplace_back(session, m);
+}
+
+GroupExecutor::Impl::Outbox GroupExecutor::Impl::MaybeInit() {
+  Outbox out;
   if (formed_ || static_cast<int32_t>(sessions_.size()) != world()) return out;
   v1::SchedulerMessage m;
   v1::GroupInit* init = m.mutable_init();
@@ -296,6 +345,12 @@ GroupExecutor::Impl::MaybeInit() {
   init->set_tensor(tensor());
   init->set_block_size(options.kv_cache.block_size);
   init->set_num_kv_blocks(num_kv_blocks);
+  if (num_kv_blocks == 0) {  // sized by the ranks' memory: once, by the first generation
+    v1::KvCacheSizing* sizing = init->mutable_kv_sizing();
+    sizing->set_profile_tokens(options.scheduler.max_batched_tokens);
+    sizing->set_profile_seqs(options.scheduler.max_batch_size);
+    sizing->set_max_model_len(options.max_model_len);
+  }
   init->set_kv_cache_dtype(std::string(DTypeName(kv_cache_dtype)));
   init->set_trace(options.trace != nullptr);
   init->set_comm(comm());
@@ -304,6 +359,7 @@ GroupExecutor::Impl::MaybeInit() {
   for (auto& [rank, s] : sessions_) {
     s->generation = generation_;
     s->ready = false;
+    s->kv_capacity = 0;
     out.emplace_back(s, m);
   }
   ORCA_LOG(INFO) << "group: all " << world() << " ranks present; initialising generation "
@@ -509,9 +565,23 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
 #endif
   ORCA_ASSIGN_OR_RETURN(impl->kv_cache_dtype,
                         ResolveKvCacheDType(options.kv_cache.dtype, options.device));
-  ORCA_ASSIGN_OR_RETURN(impl->num_kv_blocks,
-                        KvCacheBlocks(impl->config, impl->pipeline(), impl->tensor(),
-                                      options.kv_cache, impl->kv_cache_dtype));
+  if (KvCacheSizedByMemory(options.kv_cache, options.device)) {
+    for (int32_t stage = 0; stage < impl->pipeline(); ++stage) {
+      ORCA_RETURN_IF_ERROR(
+          ValidateModelShard(impl->config, ModelShard{impl->pipeline(), impl->tensor(), stage, 0}));
+    }
+  } else {
+    ORCA_ASSIGN_OR_RETURN(int32_t fixed,
+                          KvCacheBlocks(impl->config, impl->pipeline(), impl->tensor(),
+                                        options.kv_cache, impl->kv_cache_dtype));
+    impl->num_kv_blocks = fixed;
+  }
+  const std::string dtype(DTypeName(impl->kv_cache_dtype));
+  const int32_t blocks = impl->num_kv_blocks.load();
+  const std::string kv_cache =
+      blocks > 0 ? absl::StrCat(blocks, " blocks of ", dtype, " per rank")
+                 : absl::StrCat("of ", dtype,
+                                " sized by the ranks' device memory when the group first forms");
 
   if (options.trace) {
     options.trace->NameTrack(TraceWriter::kSchedulerTrack, "scheduler");
@@ -539,8 +609,7 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
   }
   ORCA_LOG(INFO) << "group: control plane on port " << impl->port << ", waiting for "
                  << impl->world() << " rank(s) (" << impl->pipeline() << " stages x "
-                 << impl->tensor() << " tensor ranks), KV cache " << impl->num_kv_blocks
-                 << " blocks of " << DTypeName(impl->kv_cache_dtype) << " per rank; "
+                 << impl->tensor() << " tensor ranks), KV cache " << kv_cache << "; "
                  << (impl->guard->enabled() ? "calls must carry the control-plane token"
                                             : "UNAUTHENTICATED: anyone who reaches this port may "
                                               "join the group or write its rendezvous store "

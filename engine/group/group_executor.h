@@ -49,7 +49,15 @@ struct GroupExecutorOptions {
   ParallelOptions parallel;          // pipeline x tensor (control_port: see `listen`)
   Device device = Device::kCpu;      // what the workers must run on
   std::string listen = "0.0.0.0:0";  // control-plane address; port 0 picks one
-  KvCacheOptions kv_cache;           // per rank, sized by KvCacheBlocks
+  // Per rank, sized by KvCacheBlocks; or, where KvCacheSizedByMemory (CUDA, no size
+  // given), by the ranks' device memory when the group first forms: each rank runs a
+  // profiling pass at the scheduler's largest iteration (`scheduler.max_batched_tokens`
+  // over `scheduler.max_batch_size` sequences), reports the blocks its memory leaves room
+  // for, and every rank allocates the smallest count; num_kv_blocks() is 0 until then.
+  // Later generations (a re-formed group) reuse that count.
+  KvCacheOptions kv_cache;
+  SchedulerOptions scheduler;
+  int64_t max_model_len = 0;         // the longest sequence the cache must hold; 0: the model's
   double comm_timeout_s = 60;        // each data-plane operation on the workers
   double iteration_timeout_s = 300;  // a result later than this breaks the group
   // A rank of a ready group silent this long (no heartbeat, no answer) is unresponsive

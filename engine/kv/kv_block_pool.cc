@@ -13,6 +13,16 @@ KvBlockPool::KvBlockPool(int32_t num_blocks, int32_t block_size)
   for (int32_t b = num_blocks - 1; b >= 0; --b) free_.push_back(b);
 }
 
+absl::Status KvBlockPool::Resize(int32_t num_blocks) {
+  if (num_blocks <= 0 || num_used() > 0 || num_cached() > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("KV cache: cannot resize from ", num_blocks_, " to ", num_blocks,
+                     " blocks with ", num_used(), " in use and ", num_cached(), " cached"));
+  }
+  *this = KvBlockPool(num_blocks, block_size_);
+  return absl::OkStatus();
+}
+
 absl::Status KvBlockPool::Allocate(int32_t n, std::vector<int32_t>* out) {
   if (n < 0 || n > num_free()) {
     return absl::ResourceExhaustedError(

@@ -32,7 +32,8 @@ class KvBlockPool {
  public:
   KvBlockPool(int32_t num_blocks, int32_t block_size);
 
-  // Fixed at construction; any thread may call these and BlocksFor().
+  // Fixed at construction (or by Resize, on the owner's thread); any thread may call
+  // these and BlocksFor() while no Resize runs.
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   // Returns the blocks available to Allocate: free plus evictable cached blocks.
@@ -65,6 +66,12 @@ class KvBlockPool {
   // Forgets every cached block (their memory was re-initialised, e.g. a serving group
   // restarted): parked blocks become free, blocks in use stay in use unregistered.
   void DropCached();
+
+  // Sets the block count to `num_blocks` (> 0) while no block is in use or cached (a
+  // serving group whose ranks size the cache when it first forms: the pool starts with
+  // the fewest blocks that sizing guarantees). FailedPrecondition otherwise, changing
+  // nothing.
+  absl::Status Resize(int32_t num_blocks);
 
   // Returns the chained hash of a block of `tokens` following a prefix hashed `prev`.
   static uint64_t HashBlock(uint64_t prev, absl::Span<const int32_t> tokens);

@@ -39,6 +39,15 @@ bool KvCacheSizedByMemory(const KvCacheOptions& kv, Device device) {
   return device == Device::kCuda && kv.num_blocks <= 0 && kv.size_mib <= 0;
 }
 
+int32_t MinKvBlocks(int64_t max_model_len, int32_t block_size) {
+  return static_cast<int32_t>((max_model_len + block_size - 1) / block_size + 1);
+}
+
+int32_t ProbeKvBlocks(int64_t profile_tokens, int32_t profile_seqs, int32_t block_size) {
+  const int64_t seqs = std::min<int64_t>(profile_seqs, profile_tokens);
+  return static_cast<int32_t>((profile_tokens + block_size - 1) / block_size + seqs);
+}
+
 namespace {
 std::string Mib(size_t bytes) { return absl::StrCat(bytes >> 20, " MiB"); }
 }  // namespace
@@ -68,7 +77,7 @@ absl::StatusOr<KvMemoryPlan> KvBlocksFromMemory(const MemoryMeasurement& m, size
       std::min<int64_t>(static_cast<int64_t>(p.kv_bytes / bytes_per_block), INT32_MAX / block_size);
   p.num_blocks = static_cast<int32_t>(blocks);
   p.tokens = blocks * block_size;
-  const int64_t needed = (max_model_len + block_size - 1) / block_size + 1;
+  const int64_t needed = MinKvBlocks(max_model_len, block_size);
   if (blocks < needed) {
     return absl::ResourceExhaustedError(
         absl::StrCat(p.Describe(), ": not even one sequence of ", max_model_len, " tokens fits (",
@@ -77,6 +86,22 @@ absl::StatusOr<KvMemoryPlan> KvBlocksFromMemory(const MemoryMeasurement& m, size
                      "(--tensor-parallel) or use a device with more memory"));
   }
   return p;
+}
+
+absl::StatusOr<KvMemoryPlan> MeasureKvCapacity(ModelRunner& runner, Backend& backend,
+                                               int64_t profile_tokens, int32_t profile_seqs,
+                                               int64_t max_model_len) {
+  ORCA_RETURN_IF_ERROR(runner.RunProfilingPass(profile_tokens, profile_seqs));
+  const MemoryInfo info = backend.GetMemoryInfo();
+  MemoryMeasurement m;
+  m.budget_bytes = info.total_bytes;
+  m.free_bytes = info.free_bytes;
+  m.weight_bytes = runner.weight_bytes();
+  m.probe_kv_bytes = runner.kv_cache_bytes();
+  if (max_model_len <= 0 || max_model_len > runner.config().max_position_embeddings) {
+    max_model_len = runner.config().max_position_embeddings;
+  }
+  return KvBlocksFromMemory(m, runner.KvBytesFor(1), runner.block_size(), max_model_len);
 }
 
 }  // namespace orca

@@ -1,7 +1,8 @@
 // How big the KV cache is: KvCacheBlocks for a fixed budget (a single process, a group
 // of 1 x 1, and every rank of a serving group alike), and KvBlocksFromMemory for a
-// cache sized by what a device's memory leaves (a single CUDA process). Pure;
-// thread-safe.
+// cache sized by what a device's memory leaves (a CUDA process, or each rank of a CUDA
+// group, which then allocates the smallest of its ranks' counts). Pure and thread-safe,
+// except MeasureKvCapacity, which runs a profiling pass on a runner.
 #pragma once
 
 #include <cstddef>
@@ -27,8 +28,17 @@ constexpr int32_t kDefaultKvCacheMib = 1024;
 absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipeline, int32_t tensor,
                                       const KvCacheOptions& kv, DType kv_dtype);
 
-// Whether `kv` asks for a cache sized by device memory on `device` in a single process.
+// Whether `kv` asks for a cache sized by device memory on `device` (every rank of a group
+// alike).
 bool KvCacheSizedByMemory(const KvCacheOptions& kv, Device device);
+
+// The fewest blocks a memory-sized cache may have: one sequence of `max_model_len` tokens
+// plus a block for a partial last one (KvBlocksFromMemory fails below it).
+int32_t MinKvBlocks(int64_t max_model_len, int32_t block_size);
+
+// The probe cache a runner holds while it profiles: enough blocks for the profiling pass
+// at `profile_tokens` tokens over `profile_seqs` sequences (ModelRunner::RunProfilingPass).
+int32_t ProbeKvBlocks(int64_t profile_tokens, int32_t profile_seqs, int32_t block_size);
 
 // The arithmetic of a memory-sized KV cache, measured after the weights are loaded and a
 // profiling pass at the largest iteration has run with a small probe cache:
@@ -60,5 +70,17 @@ struct MemoryMeasurement {
 // one); InvalidArgument for a block size or bytes per block of 0.
 absl::StatusOr<KvMemoryPlan> KvBlocksFromMemory(const MemoryMeasurement& m, size_t bytes_per_block,
                                                 int32_t block_size, int64_t max_model_len);
+
+class Backend;
+class ModelRunner;
+
+// Runs `runner`'s profiling pass at `profile_tokens` x `profile_seqs` (the runner holds
+// a probe cache of ProbeKvBlocks), reads `backend`'s memory and returns the plan of
+// KvBlocksFromMemory; `max_model_len` <= 0 or beyond the model means the model's
+// maximum. The runner keeps its probe cache: the caller resizes it (ResizeKvCache).
+// In a group every rank must call it at once (the pass runs the group's collectives).
+absl::StatusOr<KvMemoryPlan> MeasureKvCapacity(ModelRunner& runner, Backend& backend,
+                                               int64_t profile_tokens, int32_t profile_seqs,
+                                               int64_t max_model_len);
 
 }  // namespace orca

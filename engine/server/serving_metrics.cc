@@ -97,21 +97,31 @@ ServingMetrics::ServingMetrics(const std::string& model_name,
   kv_usage_.push_back(gauge("vllm:gpu_cache_usage_perc",
                             "Fraction of KV cache blocks in use, 0 to 1 (orca_kv_cache_usage_perc; "
                             "the name older endpoint pickers read)."));
+  // A group sizing its cache by its ranks' memory knows the block count once it forms:
+  // the info gauge appears with the first scrape after that.
   if (cache.has_value()) {
-    // An info gauge as vLLM exposes its CacheConfig: value 1, the configuration as
-    // labels (an EPP reads block_size and num_gpu_blocks).
-    BuildGauge()
-        .Name("vllm:cache_config_info")
-        .Help("Information of the KV cache configuration (value 1; the labels carry it).")
-        .Labels(model)
-        .Register(registry_)
-        .Add({{"block_size", absl::StrCat(cache->block_size)},
-              {"num_gpu_blocks", absl::StrCat(cache->num_blocks)},
-              {"cache_dtype", cache->dtype},
-              {"enable_prefix_caching", cache->prefix_caching ? "True" : "False"},
-              {"engine", "0"}})
-        .Set(1);
+    cache_ = *cache;
+    model_labels_ = model;
+    absl::MutexLock lock(&scrape_mu_);
+    if (cache->num_blocks > 0) RegisterCacheInfo(cache->num_blocks);
   }
+}
+
+void ServingMetrics::RegisterCacheInfo(int32_t num_blocks) {
+  // An info gauge as vLLM exposes its CacheConfig: value 1, the configuration as labels
+  // (an EPP reads block_size and num_gpu_blocks).
+  metrics::BuildGauge()
+      .Name("vllm:cache_config_info")
+      .Help("Information of the KV cache configuration (value 1; the labels carry it).")
+      .Labels(model_labels_)
+      .Register(registry_)
+      .Add({{"block_size", absl::StrCat(cache_->block_size)},
+            {"num_gpu_blocks", absl::StrCat(num_blocks)},
+            {"cache_dtype", cache_->dtype},
+            {"enable_prefix_caching", cache_->prefix_caching ? "True" : "False"},
+            {"engine", "0"}})
+      .Set(1);
+  cache_info_registered_ = true;
 }
 
 void ServingMetrics::SetAll(const GaugeNames& gauges, double value) {
@@ -120,6 +130,9 @@ void ServingMetrics::SetAll(const GaugeNames& gauges, double value) {
 
 std::string ServingMetrics::Scrape(const Engine& engine, bool ready) {
   absl::MutexLock lock(&scrape_mu_);
+  if (cache_.has_value() && !cache_info_registered_ && engine.num_kv_blocks() > 0) {
+    RegisterCacheInfo(engine.num_kv_blocks());
+  }
   const EngineSnapshot s = engine.Snapshot();  // a copy under the engine's lock
   SetAll(running_, s.num_running);
   SetAll(waiting_, s.num_waiting);

@@ -30,7 +30,9 @@
 
 namespace orca {
 
-// The KV cache's fixed configuration, exposed as vllm:cache_config_info.
+// The KV cache's fixed configuration, exposed as vllm:cache_config_info. num_blocks 0: the
+// engine's serving group sizes the cache when it first forms, and the gauge appears with
+// the first scrape after that (Engine::num_kv_blocks).
 struct KvCacheInfo {
   int32_t block_size = 0;  // tokens per block
   int32_t num_blocks = 0;  // blocks per rank: vLLM's num_gpu_blocks
@@ -59,6 +61,8 @@ class ServingMetrics : public EngineObserver {
   // Gauges that show one value under several names: orca's first, then vLLM's.
   using GaugeNames = std::vector<metrics::Gauge*>;
   static void SetAll(const GaugeNames& gauges, double value);
+  // Registers vllm:cache_config_info with `num_blocks` (cache_ holds the rest).
+  void RegisterCacheInfo(int32_t num_blocks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(scrape_mu_);
 
   metrics::Registry registry_;
   GaugeNames running_;
@@ -87,6 +91,9 @@ class ServingMetrics : public EngineObserver {
   metrics::Counter* breaks_;
 
   absl::Mutex scrape_mu_;
+  std::optional<KvCacheInfo> cache_;  // fixed in the constructor
+  metrics::Labels model_labels_;      // fixed in the constructor
+  bool cache_info_registered_ ABSL_GUARDED_BY(scrape_mu_) = false;
   uint64_t seen_breaks_ ABSL_GUARDED_BY(scrape_mu_) = 0;
   int64_t seen_preemptions_ ABSL_GUARDED_BY(scrape_mu_) = 0;
   int64_t seen_prefix_hits_ ABSL_GUARDED_BY(scrape_mu_) = 0;

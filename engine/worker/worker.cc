@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/group/plan_codec.h"
+#include "engine/runner/kv_cache_sizing.h"
 #include "engine/worker/grpc_store.h"
 #include "orca/v1/control.grpc.pb.h"
 #ifdef ORCA_HAVE_NCCL
@@ -93,6 +95,16 @@ class SchedulerReader {
     return true;
   }
 
+  // Waits for the group's KV block count (KvCacheSize, when GroupInit asked the rank to
+  // size its cache by memory); false once the session has ended without one.
+  bool NextKvCacheSize(int32_t* num_blocks) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return kv_blocks_ > 0 || done_; };
+    mu_.Await(absl::Condition(&ready));
+    *num_blocks = kv_blocks_;
+    return kv_blocks_ > 0;
+  }
+
   // Waits for the stream's end (the caller has cancelled the call, or the scheduler has
   // ended it); afterwards the stream may be finished.
   void Join() {
@@ -103,6 +115,11 @@ class SchedulerReader {
   void Loop() {
     v1::SchedulerMessage m;
     while (stream_->Read(&m)) {
+      if (m.has_kv_cache_size()) {
+        absl::MutexLock lock(&mu_);
+        kv_blocks_ = std::max(1, m.kv_cache_size().num_blocks());
+        continue;
+      }
       if (!m.has_plan()) continue;
       received_(m.plan());
       absl::MutexLock lock(&mu_);
@@ -119,6 +136,7 @@ class SchedulerReader {
   absl::Mutex mu_;
   std::deque<v1::IterationPlan> plans_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
+  int32_t kv_blocks_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;  // last: starts once the members above exist
 };
 
@@ -408,9 +426,13 @@ absl::Status WorkerRank::Session() {
         absl::StrCat("group init: kv_cache_dtype: ", parsed_kv_dtype.status().message())));
   }
   const DType kv_dtype = *parsed_kv_dtype;
+  // A cache sized by memory (the group's first generation): a probe cache while the rank
+  // profiles, then the count the scheduler chose from every rank's capacity.
+  const bool size_by_memory = init.has_kv_sizing();
+  const v1::KvCacheSizing& sizing = init.kv_sizing();
   const ModelShard& had = runner_ ? runner_->shard() : shard;
-  const bool reuse = runner_ && had.pipeline == shard.pipeline && had.tensor == shard.tensor &&
-                     runner_->block_size() == init.block_size() &&
+  const bool reuse = !size_by_memory && runner_ && had.pipeline == shard.pipeline &&
+                     had.tensor == shard.tensor && runner_->block_size() == init.block_size() &&
                      runner_->num_kv_blocks() == init.num_kv_blocks() &&
                      runner_->kv_cache_dtype() == kv_dtype;
   if (reuse) {
@@ -421,7 +443,9 @@ absl::Status WorkerRank::Session() {
     runner_.reset();
     ModelRunnerOptions ro;
     ro.block_size = init.block_size();
-    ro.num_kv_blocks = init.num_kv_blocks();
+    ro.num_kv_blocks = size_by_memory ? ProbeKvBlocks(sizing.profile_tokens(),
+                                                      sizing.profile_seqs(), init.block_size())
+                                      : init.num_kv_blocks();
     ro.kv_cache_dtype = kv_dtype;
     ro.dtype = options_.model.dtype;
     ro.sampler_threads = options_.device.threads;
@@ -433,6 +457,32 @@ absl::Status WorkerRank::Session() {
     auto runner = ModelRunner::Create(options_.model.dir, backend_.get(), ro);
     if (!runner.ok()) return fail(runner.status());
     runner_ = std::move(*runner);
+  }
+  if (size_by_memory) {
+    absl::StatusOr<KvMemoryPlan> plan =
+        MeasureKvCapacity(*runner_, *backend_, sizing.profile_tokens(), sizing.profile_seqs(),
+                          sizing.max_model_len());
+    if (!plan.ok()) {
+      runner_.reset();  // its probe cache is no use to a later generation
+      return fail(plan.status());
+    }
+    ORCA_LOG(INFO) << "worker " << options_.name << ": " << plan->Describe();
+    v1::WorkerMessage capacity;
+    capacity.mutable_kv_capacity()->set_generation(init.generation());
+    capacity.mutable_kv_capacity()->set_num_blocks(plan->num_blocks);
+    capacity.mutable_kv_capacity()->set_arithmetic(plan->Describe());
+    if (!writer.Write(capacity)) return finish("reporting the KV capacity");
+    int32_t num_blocks = 0;
+    if (!reader.NextKvCacheSize(&num_blocks)) return finish("waiting for the KV cache size");
+    if (num_blocks > plan->num_blocks) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("the scheduler sized the KV cache at ", num_blocks,
+                       " blocks, more than this rank's ", plan->num_blocks)));
+    }
+    if (absl::Status s = runner_->ResizeKvCache(num_blocks); !s.ok()) {
+      runner_.reset();
+      return fail(s);
+    }
   }
   runner_->set_tracing(init.trace());
   v1::WorkerMessage ready;

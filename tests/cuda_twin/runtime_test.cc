@@ -1,6 +1,7 @@
 // The CUDA twin's runtime (cuda_twin/): devices, memory and its budget, poison, and
 // CUDA's ordering rules for streams, events and copies. Runs with
-// ORCA_CUDA_TWIN_DEVICES=2 and ORCA_CUDA_TWIN_DEVICE_MEMORY=64Mi (CMakeLists.txt).
+// ORCA_CUDA_TWIN_DEVICES=2 and ORCA_CUDA_TWIN_DEVICE_MEMORY=64Mi,48Mi (CMakeLists.txt):
+// device 0 has 64 MiB, device 1 48 MiB.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -46,8 +47,10 @@ TEST(Runtime, DevicesAndProperties) {
   ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
   EXPECT_EQ(count, 2);
   cudaDeviceProp prop;
-  ASSERT_EQ(cudaGetDeviceProperties(&prop, 1), cudaSuccess);
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
   EXPECT_EQ(prop.totalGlobalMem, 64 * kMiB);
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 1), cudaSuccess);
+  EXPECT_EQ(prop.totalGlobalMem, 48 * kMiB) << "a size of its own";
   EXPECT_EQ(prop.maxThreadsPerBlock, 1024);
   EXPECT_EQ(prop.sharedMemPerBlock, 48u * 1024);
   EXPECT_EQ(cudaSetDevice(2), cudaErrorInvalidDevice);
@@ -81,9 +84,15 @@ TEST(Runtime, MemoryIsBudgetedPerDevice) {
   void* b = nullptr;
   EXPECT_EQ(cudaMalloc(&b, 30 * kMiB), cudaErrorMemoryAllocation);
   EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
-  // Device 1 has its own memory.
+  // Device 1 has its own memory, of its own size.
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_EQ(total, 48 * kMiB);
+  EXPECT_EQ(free1, 48 * kMiB);
   ASSERT_EQ(cudaMalloc(&b, 30 * kMiB), cudaSuccess);
+  void* c = nullptr;
+  EXPECT_EQ(cudaMalloc(&c, 20 * kMiB), cudaErrorMemoryAllocation);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
   EXPECT_EQ(cudaFree(b), cudaSuccess);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   EXPECT_EQ(cudaFree(a), cudaSuccess);

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/engine.h"
 #include "engine/group/group_executor.h"
+#include "engine/runner/model_runner.h"
 #include "orca/v1/control.grpc.pb.h"
 #include "tests/engine/group/group_test_util.h"
 #include "tests/testutil/testutil.h"
@@ -102,6 +103,13 @@ class FakeRank {
     return !stream_->Read(&m);
   }
   void Leave() { ctx_.TryCancel(); }
+  bool Send(const v1::WorkerMessage& m) { return stream_->Write(m); }
+  // Returns the block count of the scheduler's next message, a KvCacheSize; -1 otherwise.
+  int32_t ReadKvCacheSize() {
+    v1::SchedulerMessage m;
+    if (!stream_->Read(&m) || !m.has_kv_cache_size()) return -1;
+    return m.kv_cache_size().num_blocks();
+  }
 
  private:
   std::unique_ptr<v1::ControlPlane::Stub> stub_;
@@ -202,6 +210,72 @@ TEST(NcclGroupInitTest, IdsMatchTheLayout) {
     std::vector<std::unique_ptr<FakeRank>> ranks;
     ExpectNcclInit(JoinAll((*group)->port(), pipeline, tensor, ranks), pipeline, tensor);
   }
+}
+
+// A CUDA group without a KV cache size (kv_cache.size_mib and num_blocks 0) sizes it by
+// the ranks' memory: GroupInit asks each rank to profile the scheduler's largest
+// iteration, the ranks report what their devices hold, every rank is told the smallest
+// count and the executor reports it; a re-formed group reuses that count.
+TEST(NcclGroupInitTest, RanksSizeTheKvCacheByMemoryAndTheGroupTakesTheSmallest) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  GroupExecutorOptions go = CudaGroupOptions(dir, 1, 2);
+  go.kv_cache.num_blocks = 0;
+  go.kv_cache.size_mib = 0;
+  go.scheduler.max_batched_tokens = 96;
+  go.scheduler.max_batch_size = 5;
+  go.max_model_len = 200;
+  auto group = GroupExecutor::Create(go);
+  ASSERT_TRUE(group.ok()) << group.status();
+  GroupExecutor& exec = **group;
+  EXPECT_EQ(exec.num_kv_blocks(), 0) << "unknown until the group forms";
+  std::vector<std::unique_ptr<FakeRank>> ranks;
+  std::vector<v1::GroupInit> inits = JoinAll(exec.port(), 1, 2, ranks);
+  ASSERT_EQ(inits.size(), 2u);
+  for (const v1::GroupInit& init : inits) {
+    EXPECT_EQ(init.num_kv_blocks(), 0);
+    ASSERT_TRUE(init.has_kv_sizing());
+    EXPECT_EQ(init.kv_sizing().profile_tokens(), 96);
+    EXPECT_EQ(init.kv_sizing().profile_seqs(), 5);
+    EXPECT_EQ(init.kv_sizing().max_model_len(), 200);
+  }
+  const uint64_t generation = inits[0].generation();
+  auto capacity = [&](uint64_t gen, int32_t blocks) {
+    v1::WorkerMessage m;
+    m.mutable_kv_capacity()->set_generation(gen);
+    m.mutable_kv_capacity()->set_num_blocks(blocks);
+    m.mutable_kv_capacity()->set_arithmetic("test");
+    return m;
+  };
+  EXPECT_TRUE(ranks[1]->Send(capacity(generation + 7, 10)));  // another generation's: ignored
+  EXPECT_TRUE(ranks[0]->Send(capacity(generation, 900)));
+  EXPECT_TRUE(ranks[1]->Send(capacity(generation, 700)));
+  EXPECT_EQ(ranks[0]->ReadKvCacheSize(), 700);
+  EXPECT_EQ(ranks[1]->ReadKvCacheSize(), 700);
+  EXPECT_EQ(exec.num_kv_blocks(), 700);
+  EXPECT_FALSE(exec.ready()) << "ready only once the ranks have allocated it";
+  auto config = LoadModelConfig(dir);
+  ASSERT_TRUE(config.ok());
+  auto dtype = ResolveKvCacheDType(go.kv_cache.dtype, Device::kCuda);
+  ASSERT_TRUE(dtype.ok());
+  for (int32_t r = 0; r < 2; ++r) {
+    v1::WorkerMessage ready;
+    ready.mutable_ready()->set_generation(generation);
+    ready.mutable_ready()->set_kv_cache_bytes(
+        ModelRunner::KvBytesPerBlock(*config, ModelShard{1, 2, 0, r}, kBlockSize, *dtype) * 700);
+    EXPECT_TRUE(ranks[r]->Send(ready));
+  }
+  EXPECT_TRUE(Eventually([&] { return exec.ready(); }, absl::Seconds(10)));
+
+  // The group breaks and re-forms: the count stays, and nobody profiles again.
+  ranks[1]->Leave();
+  EXPECT_TRUE(ranks[0]->Ended());
+  ASSERT_TRUE(Eventually([&] { return exec.group_status().ranks_joined == 0; }, absl::Seconds(10)));
+  inits = JoinAll(exec.port(), 1, 2, ranks);
+  ASSERT_EQ(inits.size(), 2u);
+  EXPECT_EQ(inits[0].generation(), generation + 1);
+  EXPECT_EQ(inits[0].num_kv_blocks(), 700);
+  EXPECT_FALSE(inits[0].has_kv_sizing());
+  EXPECT_EQ(exec.num_kv_blocks(), 700);
 }
 
 #else  // !ORCA_HAVE_NCCL
@@ -306,6 +380,56 @@ INSTANTIATE_TEST_SUITE_P(Layouts, NcclGroupLayoutTest,
                          [](const auto& info) {
                            return absl::StrCat("pp", info.param.first, "_tp", info.param.second);
                          });
+
+// A group that sizes its KV cache by its ranks' memory, with the engine created before
+// any rank joins (as the `orca scheduler` pod does): the ranks profile, the smallest
+// capacity wins (device 1 has less memory: ORCA_CUDA_TWIN_DEVICE_MEMORY, CMakeLists.txt),
+// the engine adopts it when the group forms, and the answers are the CPU engine's.
+TEST(NcclGroupMemoryTest, EngineAdoptsTheKvCacheTheRanksSizedByTheirMemory) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_CUDA_DEVICES(2);
+  const auto& cpu = CpuTokens(dir);
+  ASSERT_EQ(cpu.size(), Requests().size());
+  EngineOptions eo = EngineOptionsFor(dir);
+  eo.kv_cache.num_blocks = 0;
+  eo.kv_cache.size_mib = 0;
+  eo.model.max_model_len = 64;
+  GroupExecutorOptions go = CudaGroupOptions(dir, 1, 2);
+  go.kv_cache = eo.kv_cache;
+  go.scheduler = eo.scheduler;
+  go.max_model_len = eo.model.max_model_len;
+  auto group = GroupExecutor::Create(go);
+  ASSERT_TRUE(group.ok()) << group.status();
+  GroupExecutor* exec = group->get();
+  auto engine = Engine::Create(eo, std::move(*group));
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_EQ((*engine)->num_kv_blocks(), 0);
+  (*engine)->Start();
+  Ranks ranks(dir, exec->port(), 2);
+  ranks.StartRank(0, Device::kCuda);
+  ranks.StartRank(1, Device::kCuda);
+  ASSERT_TRUE(exec->WaitReady(absl::Seconds(120))) << "the CUDA group did not form in 120 s";
+  const int32_t blocks = exec->num_kv_blocks();
+  // Device 1's 48 MiB at the backend's memory fraction (0.9), less 2% reserve, holds a
+  // KV cache of this many blocks; weights and workspaces take a few hundred KiB more.
+  auto config = LoadModelConfig(dir);
+  ASSERT_TRUE(config.ok());
+  auto dtype = ResolveKvCacheDType(eo.kv_cache.dtype, Device::kCuda);
+  ASSERT_TRUE(dtype.ok());
+  const double per_block = static_cast<double>(
+      ModelRunner::KvBytesPerBlock(*config, ModelShard{1, 2, 0, 0}, kBlockSize, *dtype));
+  const double room = 48.0 * (1 << 20) * 0.9 * 0.98;
+  EXPECT_LE(blocks * per_block, room);
+  EXPECT_GE(blocks * per_block, room - 8.0 * (1 << 20)) << blocks << " blocks";
+  const std::vector<std::vector<int32_t>> got =
+      RunRequests(**engine, Requests(), absl::Seconds(180));
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i], cpu[i]) << "request " << i << " (" << Requests()[i].prompt << ")";
+  }
+  EXPECT_EQ((*engine)->num_kv_blocks(), blocks);
+  EXPECT_EQ((*engine)->Snapshot().kv_cache_blocks, blocks) << "the engine's pool adopted it";
+  (*engine)->Stop();
+}
 
 // TP=2: the rank that stops while a request runs leaves its peer inside an NCCL
 // all-reduce that can never complete; the request fails retriably (the peer's wait is

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -41,6 +42,29 @@ TEST(KvBlockPoolTest, SharedBlocksFreeOnLastRelease) {
   EXPECT_EQ(pool.num_free(), 1);
   pool.Release(got);
   EXPECT_EQ(pool.num_free(), 2);
+}
+
+// A serving group sizes its cache when it first forms: the engine's pool, made with a
+// placeholder count, takes the group's while nothing holds a block, and refuses after.
+TEST(KvBlockPoolTest, ResizesOnlyWhileNothingIsHeld) {
+  KvBlockPool pool(4, 16);
+  ASSERT_TRUE(pool.Resize(300).ok());
+  EXPECT_EQ(pool.num_blocks(), 300);
+  EXPECT_EQ(pool.num_free(), 300);
+  EXPECT_EQ(pool.block_size(), 16);
+  std::vector<int32_t> got;
+  ASSERT_TRUE(pool.Allocate(300, &got).ok());
+  EXPECT_EQ(std::set<int32_t>(got.begin(), got.end()).size(), 300u);
+  EXPECT_EQ(*std::max_element(got.begin(), got.end()), 299);
+  EXPECT_EQ(pool.Resize(500).code(), absl::StatusCode::kFailedPrecondition) << "blocks in use";
+  EXPECT_EQ(pool.num_blocks(), 300);
+  pool.RegisterCached(got[0], 42, std::vector<int32_t>(16, 7));
+  pool.Release(got);
+  EXPECT_EQ(pool.Resize(500).code(), absl::StatusCode::kFailedPrecondition) << "a cached block";
+  pool.DropCached();
+  ASSERT_TRUE(pool.Resize(2).ok()) << "smaller too";
+  EXPECT_EQ(pool.num_free(), 2);
+  EXPECT_EQ(pool.Resize(0).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(BlockTableTest, GrowsByBlocksAndMapsSlots) {
