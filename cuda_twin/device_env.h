@@ -101,6 +101,12 @@ inline float __int_as_float(int i) {
   return ::orca::cuda_twin::device::FromBits<float>(static_cast<uint32_t>(i));
 }
 inline int __float_as_int(float f) { return static_cast<int>(::orca::cuda_twin::device::Bits(f)); }
+inline float __uint_as_float(unsigned int u) {
+  return ::orca::cuda_twin::device::FromBits<float>(static_cast<uint32_t>(u));
+}
+inline unsigned int __float_as_uint(float f) {
+  return static_cast<unsigned int>(::orca::cuda_twin::device::Bits(f));
+}
 inline float __expf(float x) { return std::exp(x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline void sincosf(float x, float* s, float* c) {

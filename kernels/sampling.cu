@@ -141,6 +141,192 @@ __device__ void DrawInIdOrder(const float* __restrict__ x, const uint32_t* __res
   *token = last_positive[threadIdx.x];
 }
 
+// --- truncation by threshold: top-p / min-p without a small top-k, any top-k --------
+//
+// The host keeps a prefix of the candidate order (larger logit first, then smaller id)
+// and draws from it by inverse CDF in that order. Sorting the vocabulary is what a
+// block cannot afford, so prefixes are found by bisection instead: over the logits'
+// order-preserving 32-bit keys for the last logit in the prefix, then over the ids of
+// the tokens tied at it. Each step is one pass over the row that weighs only the
+// tokens in the bracket still undecided (a double exp each, as the host computes them),
+// so a row costs a few passes' worth of exps, not the 1024 passes of selecting 1024
+// candidates one by one. Sums run in another order than the host's, so a draw within
+// rounding (~1e-16 of the total) of a boundary may differ, as in DrawInIdOrder.
+
+// The order-preserving key of a logit (never NaN here): a larger logit, a larger key.
+__device__ __forceinline__ uint32_t Key(float v) {
+  const uint32_t b = __float_as_uint(v);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+// The logit of a key (keys below Key(-inf) decode to NaN).
+__device__ __forceinline__ float FromKey(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+// A prefix of the candidate order: the tokens whose key is above `key`, and those at
+// `key` with an id up to `last`.
+struct Prefix {
+  uint32_t key;
+  int32_t last;
+};
+// The whole order: every key is above 0 (NaN is sanitised).
+__device__ __forceinline__ Prefix Everything() { return Prefix{0u, INT_MAX}; }
+
+__device__ __forceinline__ bool In(const Prefix& p, uint32_t k, int32_t i) {
+  return k > p.key || (k == p.key && i <= p.last);
+}
+
+// Whether `a` is a shorter prefix than `b` (of the same order, so a subset).
+__device__ __forceinline__ bool Shorter(const Prefix& a, const Prefix& b) {
+  return a.key > b.key || (a.key == b.key && a.last < b.last);
+}
+
+// The sum of `v` over the block, to every thread, in a fixed order (deterministic).
+// `scratch`: 32 doubles of shared memory.
+__device__ double BlockSumDouble(double v, double* scratch) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();  // an earlier call may still be reading scratch
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total += scratch[w];
+  return total;
+}
+
+// One row's logits with what weighs them: exp((x - top) / T) in double, or 1 per token
+// (counting, for top-k).
+struct Row {
+  const float* x;
+  const uint32_t* mask;
+  int32_t n;
+  double top;
+  double temperature;
+  double* scratch;  // 32 doubles of shared memory
+
+  __device__ double Weight(float v) const { return exp((static_cast<double>(v) - top) / temperature); }
+
+  // The measure (weight, or count when `count`) of the tokens of `within` whose key is
+  // in [lo, hi) (hi = 2^32: no upper bound) and, when `tie` is set, whose key is `lo`
+  // and id at most `max_id`. Every thread of the block must call it.
+  __device__ double Measure(const Prefix& within, bool count, uint64_t lo, uint64_t hi,
+                            bool tie = false, int32_t max_id = INT_MAX) const {
+    double m = 0.0;
+    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const float v = Logit(x, mask, i);
+      const uint32_t k = Key(v);
+      const bool in = tie ? (k == lo && i <= max_id) : (k >= lo && k < hi);
+      if (in && In(within, k, i)) m += count ? 1.0 : Weight(v);
+    }
+    return BlockSumDouble(m, scratch);
+  }
+
+  // The shortest prefix of `within` whose measure reaches `target` (exceeds it when
+  // `strict`); `within` itself when none does (rounding).
+  __device__ Prefix ShortestPrefix(const Prefix& within, bool count, double target,
+                                   bool strict) const {
+    auto reaches = [&](double m) { return strict ? m > target : m >= target; };
+    // The largest key K with measure(key >= K) reaching the target: lo reaches (or is
+    // within's own key), hi does not; above_hi = measure(key >= hi).
+    uint64_t lo = within.key, hi = uint64_t{1} << 32;
+    double above_hi = 0.0;
+    while (hi - lo > 1) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      const double at_mid = above_hi + Measure(within, count, mid, hi);
+      if (reaches(at_mid)) {
+        lo = mid;
+      } else {
+        hi = mid;
+        above_hi = at_mid;
+      }
+    }
+    // Among the tokens tied at that key, the fewest (by id) that reach the target.
+    const uint32_t key = static_cast<uint32_t>(lo);
+    int32_t lo_id = -1, hi_id = key == within.key ? min(within.last, n - 1) : n - 1;
+    while (hi_id - lo_id > 1) {
+      const int32_t mid = lo_id + (hi_id - lo_id) / 2;
+      if (reaches(above_hi + Measure(within, count, key, 0, true, mid))) {
+        hi_id = mid;
+      } else {
+        lo_id = mid;
+      }
+    }
+    return Prefix{key, hi_id};
+  }
+
+  // The last token of `p` (in candidate order) with a positive weight, to every thread;
+  // -1 when it has none. `sv`, `si`: 32 entries of shared memory.
+  __device__ int32_t LastPositive(const Prefix& p, float* sv, int32_t* si) const {
+    // The candidate order reversed: the smaller logit, then the larger id, is "better".
+    float bv = INFINITY;
+    int32_t bi = -1;
+    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const float v = Logit(x, mask, i);
+      if (!In(p, Key(v), i) || !(Weight(v) > 0.0)) continue;
+      if (v < bv || (v == bv && i > bi)) {
+        bv = v;
+        bi = i;
+      }
+    }
+    // BlockBest keeps the larger value, then the smaller id: negate both.
+    float nv = -bv;
+    int32_t ni = bi < 0 ? INT_MAX : -bi;
+    BlockBest(nv, ni, sv, si);
+    return ni == INT_MAX ? -1 : -ni;
+  }
+};
+
+// Top-k (count), min-p and top-p as the host applies them, then the inverse-CDF draw,
+// all on prefixes found by bisection.
+__device__ void DrawByThreshold(const float* __restrict__ x, const uint32_t* __restrict__ mask,
+                                int32_t n, const DeviceSamplingParams& p, float* sv, int32_t* si,
+                                int32_t* token) {
+  __shared__ double scratch[32];
+  float bv;
+  int32_t bi;
+  RowBest(x, mask, n, sv, si, bv, bi);
+  if (bi == INT_MAX || bv == -INFINITY) {  // every token banned or NaN: the host's argmax
+    if (threadIdx.x == 0) *token = bi == INT_MAX ? 0 : bi;
+    return;
+  }
+  const Row row{x, mask, n, static_cast<double>(bv), static_cast<double>(p.temperature), scratch};
+  Prefix candidates = Everything();
+  if (p.top_k > 0 && p.top_k < n) {
+    candidates = row.ShortestPrefix(Everything(), true, static_cast<double>(p.top_k), false);
+  }
+  const double sum = row.Measure(candidates, false, 0, uint64_t{1} << 32);
+  Prefix kept = candidates;
+  if (p.min_p > 0.0f) {
+    // The tokens weighing at least min_p (the top one weighs 1): the keys from the
+    // smallest whose logit weighs that much.
+    const double threshold = fmin(1.0, static_cast<double>(p.min_p));
+    uint64_t lo = 0, hi = Key(bv);  // hi weighs enough; lo does not (or decodes to NaN)
+    while (hi - lo > 1) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (row.Weight(FromKey(static_cast<uint32_t>(mid))) >= threshold) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    const Prefix min_p{static_cast<uint32_t>(hi), INT_MAX};
+    if (Shorter(min_p, kept)) kept = min_p;
+  }
+  if (p.top_p < 1.0f) {
+    const Prefix nucleus =
+        row.ShortestPrefix(candidates, false, static_cast<double>(p.top_p) * sum, false);
+    if (Shorter(nucleus, kept)) kept = nucleus;
+  }
+  const double kept_sum = row.Measure(kept, false, 0, uint64_t{1} << 32);
+  // The first token whose cumulative weight exceeds the draw: the last of the shortest
+  // prefix that weighs more (past the end by rounding: the last positive one).
+  const Prefix drawn = row.ShortestPrefix(kept, false, p.uniform * kept_sum, true);
+  const int32_t t = row.LastPositive(drawn, sv, si);
+  if (threadIdx.x == 0) *token = t >= 0 ? t : bi;
+}
+
 __global__ void __launch_bounds__(kThreads)
     SampleKernel(const float* __restrict__ logits, int64_t ld, int64_t vocab,
                  const DeviceSamplingParams* __restrict__ params,
@@ -170,8 +356,15 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
 
-  // The k best candidates in order, by repeated selection below the previous one.
-  int32_t k = (p.top_k > 0 && p.top_k < kMaxSampleCandidates) ? p.top_k : kMaxSampleCandidates;
+  // A large top-k, or top-p / min-p alone: prefixes by bisection.
+  if (p.top_k <= 0 || p.top_k > kMaxSampleCandidates) {
+    DrawByThreshold(x, mask, n, p, sv, si, tokens + row);
+    return;
+  }
+
+  // The k best candidates in order, by repeated selection below the previous one (the
+  // host's arithmetic in the same order, so the same draw to the last bit).
+  int32_t k = p.top_k;
   if (k > n) k = n;
   float prev_v = INFINITY;
   int32_t prev_i = -1;

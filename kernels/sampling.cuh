@@ -1,13 +1,15 @@
 // Token sampling on the device, choosing the token the host sampler
 // (engine/runner/sampler.h) chooses for the same logits and uniform draw: greedy;
 // top-k (with top-p / min-p) at a temperature when top_k is in [1,
-// kMaxSampleCandidates]; and the whole vocabulary in id order when nothing truncates
-// (top_k 0, top_p 1, min_p 0; sums in another order than the host's, so a draw within
-// ~1e-16 of a boundary may differ). NaN logits are never chosen and +inf counts as the
-// largest float, as on the host. A row may carry a token mask (guided decoding, bans):
-// tokens whose bit is clear count as -inf, as the host's ApplyPenalties makes them.
-// Penalties, logit bias and logprobs stay on the host; so does top-p or min-p without
-// top-k.
+// kMaxSampleCandidates], by selecting the k best and the host's arithmetic in its
+// order; the whole vocabulary in id order when nothing truncates (top_k 0, top_p 1,
+// min_p 0); and any other truncation (top-p or min-p without a top-k, a larger top-k)
+// by bisecting for the kept prefix of the candidate order and for the drawn token.
+// The last two sum in another order than the host, so a draw within ~1e-16 of a
+// boundary may differ. NaN logits are never chosen and +inf counts as the largest
+// float, as on the host. A row may carry a token mask (guided decoding, bans): tokens
+// whose bit is clear count as -inf, as the host's ApplyPenalties makes them.
+// Penalties, logit bias and logprobs stay on the host.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,7 +23,7 @@ constexpr int32_t kMaxSampleCandidates = 1024;
 // Per-row parameters, as SamplingParams; same layout on host and device.
 struct DeviceSamplingParams {
   float temperature = 0.0f;  // below 1e-5: greedy
-  int32_t top_k = 0;  // 0: none (the id-order draw, or kMaxSampleCandidates with top-p / min-p)
+  int32_t top_k = 0;  // 0: none (the id-order draw, or bisection with top-p / min-p)
   float top_p = 1.0f;
   float min_p = 0.0f;
   double uniform = 0.0;   // the draw in [0, 1): SeededUniform(seed, output_index)

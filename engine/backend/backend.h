@@ -182,12 +182,13 @@ class Backend {
   virtual void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) = 0;
 
   // Sampling where the logits are (engine/runner/sampler.h, SampleOnBackend): whether
-  // SampleRows is available, and the largest top_k it takes.
+  // SampleRows is available, and the largest top_k it takes (top-p or min-p without a
+  // top-k count as the vocabulary's size; INT32_MAX: any truncation).
   virtual bool SupportsSampling() const { return false; }
   virtual int32_t MaxSamplingTopK() const { return 0; }
   // Draws one token per row of `logits` (F32 [rows, vocab], rows may be strided) with
   // `params[row]`, exactly as SampleToken does for a row without penalties, logit bias
-  // or logprobs whose top_k is 0 (with top_p 1 and min_p 0) or at most
+  // or logprobs that truncates nothing or whose top_k (as above) is at most
   // MaxSamplingTopK(); a row with mask_row m allows only the tokens whose bits are set
   // in `masks` row m (ceil(vocab / 32) words a row; bit t % 32 of word t / 32). Writes
   // the ids to `host_tokens` and waits for them.

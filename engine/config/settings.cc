@@ -201,10 +201,10 @@ std::vector<Setting> BuildSettings() {
                      "CUDA: share of device memory for weights, KV cache and workspaces"));
   s.push_back(Bool("device.sample_on_device", "device-sampling", &C::device,
                    &DeviceOptions::sample_on_device, kCompute,
-                   "CUDA: draw tokens on the GPU where the request allows (greedy, plain "
-                   "temperature, top-k up to 1024 with top-p / min-p; no penalties, bias, "
-                   "bans, guides or logprobs), so only token ids cross to the host; the "
-                   "others, or every row when false, are drawn on the host"));
+                   "CUDA: draw tokens on the GPU where the request allows (greedy, "
+                   "temperature, top-k, top-p, min-p, guides and bans; not penalties, logit "
+                   "bias or logprobs), so only token ids cross to the host; the others, or "
+                   "every row when false, are drawn on the host"));
   s.push_back(Bool("device.cuda_graphs", "cuda-graphs", &C::device, &DeviceOptions::cuda_graphs,
                    kCompute,
                    "CUDA, one rank per model: replay decode-only iterations from CUDA graphs "

@@ -262,8 +262,10 @@ bool SamplesOnBackend(const ScheduledSequence& seq, int32_t max_top_k, int32_t v
   const SamplingParams& p = seq.sampling;
   if (!p.logit_bias.empty() || p.needs_history() || p.logprobs >= 0) return false;
   if (p.greedy()) return true;
-  if (p.top_k >= 1 && p.top_k <= max_top_k) return true;
-  return (p.top_k <= 0 || p.top_k >= vocab) && p.top_p >= 1.0f && p.min_p <= 0.0f;
+  // Top-p or min-p alone truncate the whole vocabulary: a top-k of `vocab`.
+  const int32_t k = p.top_k >= 1 && p.top_k < vocab ? p.top_k : vocab;
+  if (k == vocab && p.top_p >= 1.0f && p.min_p <= 0.0f) return true;  // nothing truncates
+  return k <= max_top_k;
 }
 
 void AppendBackendSampleMask(const ScheduledSequence& seq, int32_t vocab,

@@ -173,8 +173,8 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
   EXPECT_TRUE(tokens[12] >= 3 && tokens[12] != 17) << tokens[12];
   EXPECT_GT(distinct.size(), 80u);  // draws, not one argmax
 
-  // What stays on the host: anything that edits the logits, logprobs, and top-p or
-  // min-p without a top-k.
+  // What stays on the host: anything that edits the logits, logprobs, and (for a
+  // backend whose top-k stops at 1024) top-p or min-p without a top-k.
   ScheduledSequence s;
   s.sampling.temperature = 1.0f;
   EXPECT_TRUE(SamplesOnBackend(s, 1024, vocab));
@@ -194,6 +194,14 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
     edit(t);
     return !SamplesOnBackend(t, 1024, vocab);
   };
+  // The CUDA backend takes any truncation.
+  s.sampling.top_k = 0;
+  s.sampling.top_p = 0.9f;
+  EXPECT_TRUE(SamplesOnBackend(s, INT32_MAX, vocab));
+  s.sampling.top_k = 20000;
+  EXPECT_TRUE(SamplesOnBackend(s, INT32_MAX, vocab));
+  s.sampling.top_k = 0;
+  s.sampling.top_p = 1.0f;
   EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.logprobs = 0; }));
   EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.logit_bias = {{1, 2.0f}}; }));
   EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.repetition_penalty = 1.1f; }));
@@ -201,6 +209,85 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
   // Masks and bans travel to the device as token masks.
   EXPECT_FALSE(host_only([](ScheduledSequence& t) { t.banned_token_ids = {2}; }));
   EXPECT_FALSE(host_only([](ScheduledSequence& t) { t.allowed_token_mask = {1u}; }));
+}
+
+// Top-p or min-p without a top-k, and top-k beyond the 1024 the selection path takes:
+// the kernel bisects for the kept prefix and the drawn token, and picks what the host
+// picks, NaN, +inf, masks and ties at the nucleus' edge included.
+TEST(SamplingKernelTest, TruncationWithoutSmallTopKMatchesHostSampler) {
+  ORCA_REQUIRE_GPU();
+  std::mt19937 rng(99);
+  const int32_t vocab = 32000, rows = 120;
+  std::vector<float> logits =
+      testing::RandomFloats(rng, static_cast<size_t>(rows) * vocab, -10.0f, 10.0f);
+  struct Knobs {
+    float temperature;
+    int32_t top_k;
+    float top_p, min_p;
+  };
+  const Knobs knobs[] = {
+      {1.0f, 0, 0.9f, 0.0f},    {0.7f, 0, 0.95f, 0.0f},     {1.0f, 0, 0.5f, 0.0f},
+      {1.2f, 0, 1.0f, 0.05f},   {0.8f, 0, 0.9f, 0.1f},      {1.0f, 5000, 1.0f, 0.0f},
+      {0.6f, 2048, 0.8f, 0.0f}, {1.5f, 31999, 0.99f, 0.0f}, {3.0f, 0, 0.999f, 0.0f},
+      {0.3f, 0, 0.3f, 0.0f},    {1.0f, 0, 0.01f, 0.0f},     {2.0f, 1500, 0.95f, 0.02f},
+  };
+  std::vector<kernels::DeviceSamplingParams> params(rows);
+  std::vector<ScheduledSequence> seqs(rows);
+  for (int32_t r = 0; r < rows; ++r) {
+    const Knobs& k = knobs[r % std::size(knobs)];
+    ScheduledSequence& s = seqs[r];
+    s.seq_id = static_cast<uint64_t>(r);
+    s.sampling.temperature = k.temperature;
+    s.sampling.top_k = k.top_k;
+    s.sampling.top_p = k.top_p;
+    s.sampling.min_p = k.min_p;
+    s.sampling.seed = 500 + static_cast<uint64_t>(r);
+    s.output_index = r;
+  }
+  // Rows with NaNs, +inf, a flat top (64 tokens tied at the maximum: the nucleus ends
+  // inside the tie, which is resolved by id), logits clustered in two values, and masks.
+  for (int32_t t = 0; t < vocab; t += 5) logits[12 * int64_t{vocab} + t] = NAN;
+  logits[13 * int64_t{vocab} + 777] = INFINITY;
+  for (int32_t r : {14, 26}) {
+    for (int32_t t = 100; t < 164; ++t) logits[r * int64_t{vocab} + t] = 12.0f;
+  }
+  for (int32_t t = 0; t < vocab; ++t) logits[15 * int64_t{vocab} + t] = t % 3 == 0 ? 1.0f : -1.0f;
+  seqs[16].allowed_token_mask.assign(kernels::MaskWords(vocab), 0xf0f0f0f0u);
+  seqs[17].banned_token_ids = {1, 2, 3, 30000};
+  for (int32_t t = 0; t < 4; ++t) logits[17 * int64_t{vocab} + t] = 11.0f;
+  std::vector<uint32_t> masks;
+  for (int32_t r = 0; r < rows; ++r) {
+    ASSERT_TRUE(SamplesOnBackend(seqs[r], INT32_MAX, vocab)) << "row " << r;
+    const SampleRowParams p = BackendSampleParams(seqs[r]);
+    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1};
+    if (r == 16 || r == 17) {
+      params[r].mask_row = static_cast<int32_t>(masks.size() / kernels::MaskWords(vocab));
+      AppendBackendSampleMask(seqs[r], vocab, &masks);
+    }
+  }
+
+  DeviceArray<float> d_logits(logits);
+  DeviceArray<kernels::DeviceSamplingParams> d_params(params);
+  DeviceArray<uint32_t> d_masks(masks);
+  DeviceArray<int32_t> d_tokens(std::vector<int32_t>(rows, -1));
+  ASSERT_EQ(kernels::LaunchSample(d_logits.get(), vocab, rows, vocab, d_params.get(), d_masks.get(),
+                                  d_tokens.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<int32_t> tokens = d_tokens.Download();
+  std::set<int32_t> distinct;
+  for (int32_t r = 0; r < rows; ++r) {
+    std::vector<float> row(logits.begin() + int64_t{r} * vocab,
+                           logits.begin() + int64_t{r + 1} * vocab);
+    const SampledToken want = SampleToken(absl::MakeSpan(row), seqs[r]);
+    EXPECT_EQ(tokens[r], want.token_id) << "row " << r;
+    distinct.insert(tokens[r]);
+  }
+  EXPECT_EQ(tokens[13], 777) << "+inf is the largest float";
+  EXPECT_TRUE(tokens[14] >= 100 && tokens[14] < 164) << tokens[14];
+  EXPECT_TRUE(tokens[16] % 8 >= 4) << "masked: " << tokens[16];
+  EXPECT_TRUE(tokens[17] == 0 || tokens[17] >= 4) << "banned: " << tokens[17];
+  EXPECT_GT(distinct.size(), 60u);  // draws, not one argmax
 }
 
 }  // namespace

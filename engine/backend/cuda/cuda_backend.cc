@@ -288,7 +288,9 @@ class CudaBackendImpl : public CudaBackend {
   int64_t workspace_generation() const override { return workspace_generation_; }
 
   bool SupportsSampling() const override { return true; }
-  int32_t MaxSamplingTopK() const override { return kernels::kMaxSampleCandidates; }
+  // Any: top-k up to kMaxSampleCandidates by selection, beyond it and top-p / min-p
+  // alone by bisection (kernels/sampling.cuh).
+  int32_t MaxSamplingTopK() const override { return INT32_MAX; }
   absl::Status SampleRows(const Tensor& logits, absl::Span<const SampleRowParams> params,
                           absl::Span<const uint32_t> masks, int32_t* host_tokens) override;
 
