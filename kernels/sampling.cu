@@ -71,6 +71,18 @@ __device__ void RowBest(const float* __restrict__ x, const uint32_t* __restrict_
   BlockBest(bv, bi, sv, si);
 }
 
+// The row's best logit and token to every thread (RowBest); false, with the host's
+// choice written to *token, when no token can be drawn (every one banned or NaN: its
+// argmax).
+__device__ bool DrawableTop(const float* __restrict__ x, const uint32_t* __restrict__ mask,
+                            int32_t n, float* sv, int32_t* si, float& bv, int32_t& bi,
+                            int32_t* token) {
+  RowBest(x, mask, n, sv, si, bv, bi);
+  if (bi != INT_MAX && bv != -INFINITY) return true;
+  if (threadIdx.x == 0) *token = bi == INT_MAX ? 0 : bi;
+  return false;
+}
+
 // No truncation: the host's draw over the whole vocabulary in id order. Weights
 // exp((x - top) / T) in double; each thread sums a contiguous slice, a scan of the
 // slice sums finds the slice where the cumulative weight passes u x total, and that
@@ -85,11 +97,7 @@ __device__ void DrawInIdOrder(const float* __restrict__ x, const uint32_t* __res
   __shared__ int32_t last_positive[kThreads];
   float bv;
   int32_t bi;
-  RowBest(x, mask, n, sv, si, bv, bi);
-  if (bi == INT_MAX || bv == -INFINITY) {  // every token banned or NaN: the host's argmax
-    if (threadIdx.x == 0) *token = bi == INT_MAX ? 0 : bi;
-    return;
-  }
+  if (!DrawableTop(x, mask, n, sv, si, bv, bi, token)) return;
   const double top = bv;
   const int32_t per = (n + kThreads - 1) / kThreads;
   const int32_t begin = min(n, static_cast<int32_t>(threadIdx.x) * per);
@@ -206,7 +214,9 @@ struct Row {
   double temperature;
   double* scratch;  // 32 doubles of shared memory
 
-  __device__ double Weight(float v) const { return exp((static_cast<double>(v) - top) / temperature); }
+  __device__ double Weight(float v) const {
+    return exp((static_cast<double>(v) - top) / temperature);
+  }
 
   // The measure (weight, or count when `count`) of the tokens of `within` whose key is
   // in [lo, hi) (hi = 2^32: no upper bound) and, when `tie` is set, whose key is `lo`
@@ -286,11 +296,7 @@ __device__ void DrawByThreshold(const float* __restrict__ x, const uint32_t* __r
   __shared__ double scratch[32];
   float bv;
   int32_t bi;
-  RowBest(x, mask, n, sv, si, bv, bi);
-  if (bi == INT_MAX || bv == -INFINITY) {  // every token banned or NaN: the host's argmax
-    if (threadIdx.x == 0) *token = bi == INT_MAX ? 0 : bi;
-    return;
-  }
+  if (!DrawableTop(x, mask, n, sv, si, bv, bi, token)) return;
   const Row row{x, mask, n, static_cast<double>(bv), static_cast<double>(p.temperature), scratch};
   Prefix candidates = Everything();
   if (p.top_k > 0 && p.top_k < n) {

@@ -35,6 +35,34 @@ class DeviceArray {
   size_t n_;
 };
 
+// Draws every row of `logits` ([rows, vocab]) with the kernel and expects each token to
+// be what SampleToken draws for `seqs[row]` on the host; returns the kernel's tokens
+// (empty when the launch failed). `masks` may be empty (no row has one).
+std::vector<int32_t> SampleAndCompareWithHost(
+    const std::vector<float>& logits, int32_t vocab,
+    const std::vector<kernels::DeviceSamplingParams>& params, const std::vector<uint32_t>& masks,
+    const std::vector<ScheduledSequence>& seqs) {
+  const int32_t rows = static_cast<int32_t>(params.size());
+  DeviceArray<float> d_logits(logits);
+  DeviceArray<kernels::DeviceSamplingParams> d_params(params);
+  DeviceArray<uint32_t> d_masks(masks.empty() ? std::vector<uint32_t>{0u} : masks);
+  DeviceArray<int32_t> d_tokens(std::vector<int32_t>(rows, -1));
+  const cudaError_t launched =
+      kernels::LaunchSample(d_logits.get(), vocab, rows, vocab, d_params.get(),
+                            masks.empty() ? nullptr : d_masks.get(), d_tokens.get(), nullptr);
+  EXPECT_EQ(launched, cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  if (launched != cudaSuccess) return {};
+  std::vector<int32_t> tokens = d_tokens.Download();
+  for (int32_t r = 0; r < rows; ++r) {
+    std::vector<float> row(logits.begin() + int64_t{r} * vocab,
+                           logits.begin() + int64_t{r + 1} * vocab);
+    const SampledToken want = SampleToken(absl::MakeSpan(row), seqs[r]);
+    EXPECT_EQ(tokens[r], want.token_id) << "row " << r;
+  }
+  return tokens;
+}
+
 TEST(SamplingKernelTest, MatchesHostSampler) {
   ORCA_REQUIRE_GPU();
   std::mt19937 rng(21);
@@ -75,20 +103,8 @@ TEST(SamplingKernelTest, MatchesHostSampler) {
   logits[3 * vocab + 10] = logits[3 * vocab + 20] = 100.0f;
   params[3].temperature = seqs[3].sampling.temperature = 0.0f;
 
-  DeviceArray<float> d_logits(logits);
-  DeviceArray<kernels::DeviceSamplingParams> d_params(params);
-  DeviceArray<int32_t> d_tokens(std::vector<int32_t>(rows, -1));
-  ASSERT_EQ(kernels::LaunchSample(d_logits.get(), vocab, rows, vocab, d_params.get(), nullptr,
-                                  d_tokens.get(), nullptr),
-            cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<int32_t> tokens = d_tokens.Download();
-  for (int32_t r = 0; r < rows; ++r) {
-    std::vector<float> row(logits.begin() + int64_t{r} * vocab,
-                           logits.begin() + int64_t{r + 1} * vocab);
-    const SampledToken want = SampleToken(absl::MakeSpan(row), seqs[r]);
-    EXPECT_EQ(tokens[r], want.token_id) << "row " << r;
-  }
+  const std::vector<int32_t> tokens = SampleAndCompareWithHost(logits, vocab, params, {}, seqs);
+  ASSERT_EQ(tokens.size(), static_cast<size_t>(rows));
   EXPECT_EQ(tokens[3], 10);
 }
 
@@ -147,23 +163,9 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
   }
   for (int32_t t = 0; t < 64; ++t) logits[12 * int64_t{vocab} + t] = 9.0f;  // bans bite
 
-  DeviceArray<float> d_logits(logits);
-  DeviceArray<kernels::DeviceSamplingParams> d_params(params);
-  DeviceArray<uint32_t> d_masks(masks);
-  DeviceArray<int32_t> d_tokens(std::vector<int32_t>(rows, -1));
-  ASSERT_EQ(kernels::LaunchSample(d_logits.get(), vocab, rows, vocab, d_params.get(), d_masks.get(),
-                                  d_tokens.get(), nullptr),
-            cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<int32_t> tokens = d_tokens.Download();
-  std::set<int32_t> distinct;
-  for (int32_t r = 0; r < rows; ++r) {
-    std::vector<float> row(logits.begin() + int64_t{r} * vocab,
-                           logits.begin() + int64_t{r + 1} * vocab);
-    const SampledToken want = SampleToken(absl::MakeSpan(row), seqs[r]);
-    EXPECT_EQ(tokens[r], want.token_id) << "row " << r;
-    distinct.insert(tokens[r]);
-  }
+  const std::vector<int32_t> tokens = SampleAndCompareWithHost(logits, vocab, params, masks, seqs);
+  ASSERT_EQ(tokens.size(), static_cast<size_t>(rows));
+  const std::set<int32_t> distinct(tokens.begin(), tokens.end());
   EXPECT_EQ(tokens[6], 123);
   EXPECT_TRUE(tokens[7] == 4000 || tokens[7] == 31999) << tokens[7];
   EXPECT_TRUE(tokens[10] == 5 || tokens[10] == 77 || tokens[10] == 31000 || tokens[10] == 31999);
@@ -266,23 +268,9 @@ TEST(SamplingKernelTest, TruncationWithoutSmallTopKMatchesHostSampler) {
     }
   }
 
-  DeviceArray<float> d_logits(logits);
-  DeviceArray<kernels::DeviceSamplingParams> d_params(params);
-  DeviceArray<uint32_t> d_masks(masks);
-  DeviceArray<int32_t> d_tokens(std::vector<int32_t>(rows, -1));
-  ASSERT_EQ(kernels::LaunchSample(d_logits.get(), vocab, rows, vocab, d_params.get(), d_masks.get(),
-                                  d_tokens.get(), nullptr),
-            cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<int32_t> tokens = d_tokens.Download();
-  std::set<int32_t> distinct;
-  for (int32_t r = 0; r < rows; ++r) {
-    std::vector<float> row(logits.begin() + int64_t{r} * vocab,
-                           logits.begin() + int64_t{r + 1} * vocab);
-    const SampledToken want = SampleToken(absl::MakeSpan(row), seqs[r]);
-    EXPECT_EQ(tokens[r], want.token_id) << "row " << r;
-    distinct.insert(tokens[r]);
-  }
+  const std::vector<int32_t> tokens = SampleAndCompareWithHost(logits, vocab, params, masks, seqs);
+  ASSERT_EQ(tokens.size(), static_cast<size_t>(rows));
+  const std::set<int32_t> distinct(tokens.begin(), tokens.end());
   EXPECT_EQ(tokens[13], 777) << "+inf is the largest float";
   EXPECT_TRUE(tokens[14] >= 100 && tokens[14] < 164) << tokens[14];
   EXPECT_TRUE(tokens[16] % 8 >= 4) << "masked: " << tokens[16];

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 #include "engine/backend/backend.h"
 #include "engine/common/file_util.h"
 #include "engine/model/checkpoint.h"
@@ -91,18 +93,25 @@ TEST(ModelConfigBoundsTest, OutOfBoundsValuesNameTheFileAndTheKey) {
 // rms_norm_eps 1e206 is a finite double but an infinite float; it was accepted, and the
 // configuration no longer read back from what ModelConfigToJson wrote ("rms_norm_eps": null).
 TEST(ModelConfigBoundsTest, RealValuesOutOfRangeNameTheFileAndTheKey) {
-  EXPECT_EQ(ParseWith(kLlama, "rms_norm_eps", "1e206"),
-            "/m/config.json: field 'rms_norm_eps' is 1e+206; it must be in [1e-30, 1]");
-  EXPECT_EQ(ParseWith(kLlama, "rms_norm_eps", "0"),
-            "/m/config.json: field 'rms_norm_eps' is 0; it must be in [1e-30, 1]");
-  EXPECT_EQ(ParseWith(kLlama, "rms_norm_eps", "1e-50"),
-            "/m/config.json: field 'rms_norm_eps' is 1e-50; it must be in [1e-30, 1]");
-  EXPECT_EQ(ParseWith(kLlama, "rope_theta", "-10000"),
-            "/m/config.json: field 'rope_theta' is -10000; it must be in [1, 1e+12]");
-  EXPECT_EQ(ParseWith(kLlama, "rope_theta", "1e300"),
-            "/m/config.json: field 'rope_theta' is 1e+300; it must be in [1, 1e+12]");
-  EXPECT_EQ(ParseWith(kGpt2, "layer_norm_epsilon", "2.5"),
-            "/m/config.json: field 'layer_norm_epsilon' is 2.5; it must be in [1e-30, 1]");
+  const struct {
+    const char* base;
+    const char* key;
+    const char* value;
+    const char* shown;  // as the message quotes it
+    const char* range;
+  } cases[] = {
+      {kLlama, "rms_norm_eps", "1e206", "1e+206", "[1e-30, 1]"},
+      {kLlama, "rms_norm_eps", "0", "0", "[1e-30, 1]"},
+      {kLlama, "rms_norm_eps", "1e-50", "1e-50", "[1e-30, 1]"},
+      {kLlama, "rope_theta", "-10000", "-10000", "[1, 1e+12]"},
+      {kLlama, "rope_theta", "1e300", "1e+300", "[1, 1e+12]"},
+      {kGpt2, "layer_norm_epsilon", "2.5", "2.5", "[1e-30, 1]"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(ParseWith(c.base, c.key, c.value),
+              absl::StrCat("/m/config.json: field '", c.key, "' is ", c.shown, "; it must be in ",
+                           c.range));
+  }
   EXPECT_EQ(ParseWith(kLlama, "rms_norm_eps", "\"small\""),
             "/m/config.json: field 'rms_norm_eps' must be a number");
   // What checkpoints use reads as given.
