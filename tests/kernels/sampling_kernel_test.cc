@@ -35,6 +35,31 @@ class DeviceArray {
   size_t n_;
 };
 
+// A row's sampling knobs.
+struct Knobs {
+  float temperature;
+  int32_t top_k;
+  float top_p, min_p;
+};
+
+// `rows` sequences cycling through `knobs`, row r seeded `seed + r` at output index r.
+std::vector<ScheduledSequence> Sequences(absl::Span<const Knobs> knobs, int32_t rows,
+                                         uint64_t seed) {
+  std::vector<ScheduledSequence> seqs(rows);
+  for (int32_t r = 0; r < rows; ++r) {
+    const Knobs& k = knobs[r % knobs.size()];
+    ScheduledSequence& s = seqs[r];
+    s.seq_id = static_cast<uint64_t>(r);
+    s.sampling.temperature = k.temperature;
+    s.sampling.top_k = k.top_k;
+    s.sampling.top_p = k.top_p;
+    s.sampling.min_p = k.min_p;
+    s.sampling.seed = seed + static_cast<uint64_t>(r);
+    s.output_index = r;
+  }
+  return seqs;
+}
+
 // Draws every row of `logits` ([rows, vocab]) with the kernel and expects each token to
 // be what SampleToken draws for `seqs[row]` on the host; returns the kernel's tokens
 // (empty when the launch failed). `masks` may be empty (no row has one).
@@ -67,11 +92,6 @@ TEST(SamplingKernelTest, MatchesHostSampler) {
   ORCA_REQUIRE_GPU();
   std::mt19937 rng(21);
   const int32_t vocab = 5000;
-  struct Knobs {
-    float temperature;
-    int32_t top_k;
-    float top_p, min_p;
-  };
   const Knobs knobs[] = {
       {0.0f, 0, 1.0f, 0.0f},     {1.0f, 50, 1.0f, 0.0f},   {0.7f, 40, 0.9f, 0.0f},
       {1.3f, 1024, 0.95f, 0.0f}, {0.8f, 200, 1.0f, 0.05f}, {1.0f, 1, 1.0f, 0.0f},
@@ -80,24 +100,11 @@ TEST(SamplingKernelTest, MatchesHostSampler) {
   const int32_t rows = 64;
   std::vector<float> logits =
       testing::RandomFloats(rng, static_cast<size_t>(rows) * vocab, -8.0f, 8.0f);
+  std::vector<ScheduledSequence> seqs = Sequences(knobs, rows, 1000);
   std::vector<kernels::DeviceSamplingParams> params(rows);
-  std::vector<ScheduledSequence> seqs(rows);
   for (int32_t r = 0; r < rows; ++r) {
-    const Knobs& k = knobs[r % std::size(knobs)];
-    ScheduledSequence& s = seqs[r];
-    s.seq_id = static_cast<uint64_t>(r);
-    s.sampling.temperature = k.temperature;
-    s.sampling.top_k = k.top_k;
-    s.sampling.top_p = k.top_p;
-    s.sampling.min_p = k.min_p;
-    s.sampling.seed = 1000 + static_cast<uint64_t>(r);
-    s.output_index = r;
-    params[r] = {k.temperature,
-                 k.top_k,
-                 k.top_p,
-                 k.min_p,
-                 SeededUniform(s.sampling.seed, static_cast<uint64_t>(s.output_index)),
-                 -1};
+    const SampleRowParams p = BackendSampleParams(seqs[r]);
+    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1};
   }
   // A row with tied maxima: greedy picks the first.
   logits[3 * vocab + 10] = logits[3 * vocab + 20] = 100.0f;
@@ -222,11 +229,6 @@ TEST(SamplingKernelTest, TruncationWithoutSmallTopKMatchesHostSampler) {
   const int32_t vocab = 32000, rows = 120;
   std::vector<float> logits =
       testing::RandomFloats(rng, static_cast<size_t>(rows) * vocab, -10.0f, 10.0f);
-  struct Knobs {
-    float temperature;
-    int32_t top_k;
-    float top_p, min_p;
-  };
   const Knobs knobs[] = {
       {1.0f, 0, 0.9f, 0.0f},    {0.7f, 0, 0.95f, 0.0f},     {1.0f, 0, 0.5f, 0.0f},
       {1.2f, 0, 1.0f, 0.05f},   {0.8f, 0, 0.9f, 0.1f},      {1.0f, 5000, 1.0f, 0.0f},
@@ -234,18 +236,7 @@ TEST(SamplingKernelTest, TruncationWithoutSmallTopKMatchesHostSampler) {
       {0.3f, 0, 0.3f, 0.0f},    {1.0f, 0, 0.01f, 0.0f},     {2.0f, 1500, 0.95f, 0.02f},
   };
   std::vector<kernels::DeviceSamplingParams> params(rows);
-  std::vector<ScheduledSequence> seqs(rows);
-  for (int32_t r = 0; r < rows; ++r) {
-    const Knobs& k = knobs[r % std::size(knobs)];
-    ScheduledSequence& s = seqs[r];
-    s.seq_id = static_cast<uint64_t>(r);
-    s.sampling.temperature = k.temperature;
-    s.sampling.top_k = k.top_k;
-    s.sampling.top_p = k.top_p;
-    s.sampling.min_p = k.min_p;
-    s.sampling.seed = 500 + static_cast<uint64_t>(r);
-    s.output_index = r;
-  }
+  std::vector<ScheduledSequence> seqs = Sequences(knobs, rows, 500);
   // Rows with NaNs, +inf, a flat top (64 tokens tied at the maximum: the nucleus ends
   // inside the tie, which is resolved by id), logits clustered in two values, and masks.
   for (int32_t t = 0; t < vocab; t += 5) logits[12 * int64_t{vocab} + t] = NAN;
