@@ -333,38 +333,69 @@ __device__ void DrawByThreshold(const float* __restrict__ x, const uint32_t* __r
   if (threadIdx.x == 0) *token = t >= 0 ? t : bi;
 }
 
-__global__ void __launch_bounds__(kThreads)
-    SampleKernel(const float* __restrict__ logits, int64_t ld, int64_t vocab,
-                 const DeviceSamplingParams* __restrict__ params,
-                 const uint32_t* __restrict__ masks, int32_t* __restrict__ tokens) {
-  __shared__ float sv[32];
-  __shared__ int32_t si[32];
+// The row's logprobs (see the header): log-softmax of the processed logits, as the
+// host's LogSoftmaxAt computes it (max, then the sum of exp in double), for the drawn
+// token `chosen` and the top `top_n` by repeated selection.
+__device__ void WriteLogprobs(const float* __restrict__ x, const uint32_t* __restrict__ mask,
+                              int32_t n, int32_t chosen, int32_t top_n, float* sv, int32_t* si,
+                              DeviceRowLogprobs* out) {
+  __shared__ double scratch[32];
+  float m;
+  int32_t mi;
+  RowBest(x, mask, n, sv, si, m, mi);
+  double z = 0.0;
+  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    z += exp(static_cast<double>(Logit(x, mask, i)) - m);
+  }
+  const double log_z = log(BlockSumDouble(z, scratch));
+  auto logprob = [&](float v) { return static_cast<float>(static_cast<double>(v) - m - log_z); };
+  if (threadIdx.x == 0) out->logprob = logprob(Logit(x, mask, chosen));
+  top_n = min(min(top_n, kMaxDeviceLogprobs), n);
+  float prev_v = INFINITY;
+  int32_t prev_i = -1;
+  for (int32_t k = 0; k < top_n; ++k) {
+    float bv = -INFINITY;
+    int32_t bi = INT_MAX;
+    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const float v = Logit(x, mask, i);
+      const bool below_prev = v < prev_v || (v == prev_v && i > prev_i);
+      if (below_prev && Before(v, i, bv, bi)) {
+        bv = v;
+        bi = i;
+      }
+    }
+    BlockBest(bv, bi, sv, si);
+    if (threadIdx.x == 0) {
+      out->top_ids[k] = bi;
+      out->top_logprobs[k] = logprob(bv);
+    }
+    prev_v = bv;
+    prev_i = bi;
+  }
+}
+
+// Draws one row's token into *token (thread 0 writes it).
+__device__ void DrawRow(const float* __restrict__ x, const uint32_t* __restrict__ mask, int32_t n,
+                        const DeviceSamplingParams& p, float* sv, int32_t* si, int32_t* token) {
   __shared__ float cand_val[kMaxSampleCandidates];
   __shared__ int32_t cand_idx[kMaxSampleCandidates];
   __shared__ double prob[kMaxSampleCandidates];
-
-  const int64_t row = blockIdx.x;
-  const float* x = logits + row * ld;
-  const DeviceSamplingParams p = params[row];
-  const int32_t n = static_cast<int32_t>(vocab);
-  const uint32_t* mask =
-      p.mask_row >= 0 && masks != nullptr ? masks + p.mask_row * ((vocab + 31) / 32) : nullptr;
 
   if (p.temperature < 1e-5f) {
     float bv;
     int32_t bi;
     RowBest(x, mask, n, sv, si, bv, bi);
-    if (threadIdx.x == 0) tokens[row] = bi == INT_MAX ? 0 : bi;
+    if (threadIdx.x == 0) *token = bi == INT_MAX ? 0 : bi;
     return;
   }
   if ((p.top_k <= 0 || p.top_k >= n) && p.top_p >= 1.0f && p.min_p <= 0.0f) {
-    DrawInIdOrder(x, mask, n, p, sv, si, tokens + row);
+    DrawInIdOrder(x, mask, n, p, sv, si, token);
     return;
   }
 
   // A large top-k, or top-p / min-p alone: prefixes by bisection.
   if (p.top_k <= 0 || p.top_k > kMaxSampleCandidates) {
-    DrawByThreshold(x, mask, n, p, sv, si, tokens + row);
+    DrawByThreshold(x, mask, n, p, sv, si, token);
     return;
   }
 
@@ -397,11 +428,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (threadIdx.x != 0) return;
   if (found == 0) {
-    tokens[row] = 0;
+    *token = 0;
     return;
   }
   if (cand_val[0] == -INFINITY) {  // every token masked or NaN: the host's argmax
-    tokens[row] = cand_idx[0];
+    *token = cand_idx[0];
     return;
   }
 
@@ -441,18 +472,37 @@ __global__ void __launch_bounds__(kThreads)
       break;
     }
   }
-  tokens[row] = cand_idx[chosen];
+  *token = cand_idx[chosen];
+}
+
+__global__ void __launch_bounds__(kThreads)
+    SampleKernel(const float* __restrict__ logits, int64_t ld, int64_t vocab,
+                 const DeviceSamplingParams* __restrict__ params,
+                 const uint32_t* __restrict__ masks, int32_t* __restrict__ tokens,
+                 DeviceRowLogprobs* __restrict__ logprobs) {
+  __shared__ float sv[32];
+  __shared__ int32_t si[32];
+  const int64_t row = blockIdx.x;
+  const float* x = logits + row * ld;
+  const DeviceSamplingParams p = params[row];
+  const int32_t n = static_cast<int32_t>(vocab);
+  const uint32_t* mask =
+      p.mask_row >= 0 && masks != nullptr ? masks + p.mask_row * ((vocab + 31) / 32) : nullptr;
+  DrawRow(x, mask, n, p, sv, si, tokens + row);
+  if (logprobs == nullptr || p.logprobs < 0) return;  // the same for the whole block
+  __syncthreads();                                    // thread 0's token is visible to the block
+  WriteLogprobs(x, mask, n, tokens[row], p.logprobs, sv, si, logprobs + row);
 }
 
 }  // namespace
 
 cudaError_t LaunchSample(const float* logits, int64_t ld, int64_t rows, int64_t vocab,
                          const DeviceSamplingParams* params, const uint32_t* masks, int32_t* tokens,
-                         cudaStream_t stream) {
+                         DeviceRowLogprobs* logprobs, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (rows < 0 || rows > INT32_MAX || vocab <= 0 || vocab > INT32_MAX) return cudaErrorInvalidValue;
   SampleKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params,
-                                                                     masks, tokens);
+                                                                     masks, tokens, logprobs);
   return cudaGetLastError();
 }
 

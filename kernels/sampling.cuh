@@ -9,7 +9,11 @@
 // boundary may differ. NaN logits are never chosen and +inf counts as the largest
 // float, as on the host. A row may carry a token mask (guided decoding, bans): tokens
 // whose bit is clear count as -inf, as the host's ApplyPenalties makes them.
-// Penalties, logit bias and logprobs stay on the host.
+// A row may also ask for logprobs (of the processed logits: sanitised and masked, before
+// temperature and truncation, as the host reports them): the drawn token's and the top
+// N's (N <= kMaxDeviceLogprobs), with log-softmax's normaliser summed in another order
+// than the host's (a value may differ in its last float bit). Penalties and logit bias
+// stay on the host.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -19,27 +23,39 @@
 namespace orca::kernels {
 
 constexpr int32_t kMaxSampleCandidates = 1024;
+constexpr int32_t kMaxDeviceLogprobs = 20;  // OpenAI's top_logprobs limit
 
 // Per-row parameters, as SamplingParams; same layout on host and device.
 struct DeviceSamplingParams {
   float temperature = 0.0f;  // below 1e-5: greedy
-  int32_t top_k = 0;  // 0: none (the id-order draw, or bisection with top-p / min-p)
+  int32_t top_k = 0;         // 0: none (the id-order draw, or bisection with top-p / min-p)
   float top_p = 1.0f;
   float min_p = 0.0f;
   double uniform = 0.0;   // the draw in [0, 1): SeededUniform(seed, output_index)
   int32_t mask_row = -1;  // row of `masks` allowing tokens (bit t % 32 of word t / 32); -1: all
+  int32_t logprobs = -1;  // -1: none; 0: the drawn token's; N: and the top N's
+};
+
+// A row's logprobs: the drawn token's, and the top `logprobs` tokens (larger logit,
+// then smaller id, first) with theirs. Same layout on host and device.
+struct DeviceRowLogprobs {
+  float logprob = 0.0f;
+  int32_t top_ids[kMaxDeviceLogprobs] = {};
+  float top_logprobs[kMaxDeviceLogprobs] = {};
 };
 
 // 32-bit words of one row of token masks (host code; the kernel computes the same).
 constexpr int64_t MaskWords(int64_t vocab) { return (vocab + 31) / 32; }
 
 // For each of `rows` rows of `logits` ([rows, vocab], rows `ld` floats apart) writes
-// the sampled token id to tokens[row]. `params` is a device array of `rows` entries;
-// `masks` (device, MaskWords(vocab) words per mask row; null when no row has one) the
-// rows params[].mask_row index. Greedy picks the first maximal logit. Returns the
-// launch error, if any.
+// the sampled token id to tokens[row], and for rows whose params ask for logprobs (at
+// most kMaxDeviceLogprobs) their logprobs to logprobs[row] (device, `rows` entries; may
+// be null when no row asks). `params` is a device array of `rows` entries; `masks`
+// (device, MaskWords(vocab) words per mask row; null when no row has one) the rows
+// params[].mask_row index. Greedy picks the first maximal logit. Returns the launch
+// error, if any.
 cudaError_t LaunchSample(const float* logits, int64_t ld, int64_t rows, int64_t vocab,
                          const DeviceSamplingParams* params, const uint32_t* masks, int32_t* tokens,
-                         cudaStream_t stream);
+                         DeviceRowLogprobs* logprobs, cudaStream_t stream);
 
 }  // namespace orca::kernels

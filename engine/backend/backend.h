@@ -113,6 +113,17 @@ struct SampleRowParams {
   float min_p = 0.0f;
   double uniform = 0.0;   // the draw in [0, 1): SeededUniform(seed, output_index)
   int32_t mask_row = -1;  // the row of SampleRows' masks that allows tokens; -1: all
+  int32_t logprobs = -1;  // -1: none; 0: the drawn token's; N: and the top N's
+};
+
+// What SampleRows returns for a row that asks for logprobs (SampleRowParams::logprobs):
+// the drawn token's logprob and the top `logprobs` tokens with theirs, larger logit
+// then smaller id first, of the logits as SampleToken reports them.
+constexpr int32_t kMaxBackendLogprobs = 20;
+struct RowLogprobs {
+  float logprob = 0.0f;
+  int32_t top_ids[kMaxBackendLogprobs] = {};
+  float top_logprobs[kMaxBackendLogprobs] = {};
 };
 
 class Backend {
@@ -186,15 +197,20 @@ class Backend {
   // top-k count as the vocabulary's size; INT32_MAX: any truncation).
   virtual bool SupportsSampling() const { return false; }
   virtual int32_t MaxSamplingTopK() const { return 0; }
+  // The most top logprobs a row may ask of SampleRows (-1: no logprobs at all).
+  virtual int32_t MaxSamplingLogprobs() const { return -1; }
   // Draws one token per row of `logits` (F32 [rows, vocab], rows may be strided) with
-  // `params[row]`, exactly as SampleToken does for a row without penalties, logit bias
-  // or logprobs that truncates nothing or whose top_k (as above) is at most
-  // MaxSamplingTopK(); a row with mask_row m allows only the tokens whose bits are set
-  // in `masks` row m (ceil(vocab / 32) words a row; bit t % 32 of word t / 32). Writes
-  // the ids to `host_tokens` and waits for them.
+  // `params[row]`, exactly as SampleToken does for a row without penalties or logit bias
+  // that truncates nothing or whose top_k (as above) is at most MaxSamplingTopK(), and
+  // whose logprobs are at most MaxSamplingLogprobs(); a row with mask_row m allows only
+  // the tokens whose bits are set in `masks` row m (ceil(vocab / 32) words a row; bit
+  // t % 32 of word t / 32). Writes the ids to `host_tokens` and, for the rows that ask
+  // for logprobs, those to `host_logprobs` (`rows` entries; may be null when none asks),
+  // and waits for them.
   virtual absl::Status SampleRows(const Tensor& logits, absl::Span<const SampleRowParams> params,
-                                  absl::Span<const uint32_t> masks, int32_t* host_tokens) {
-    (void)logits, (void)params, (void)masks, (void)host_tokens;
+                                  absl::Span<const uint32_t> masks, int32_t* host_tokens,
+                                  RowLogprobs* host_logprobs = nullptr) {
+    (void)logits, (void)params, (void)masks, (void)host_tokens, (void)host_logprobs;
     return absl::UnimplementedError(name() + " does not sample");
   }
 

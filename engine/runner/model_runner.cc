@@ -632,8 +632,8 @@ absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) 
   bool any_on_backend = false;
   if (sample_on_backend_ && shard_.samples() && !prompt_rows) {
     for (size_t i = 0; i < sampled.size(); ++i) {
-      on_backend[i] =
-          SamplesOnBackend(*sampled[i], backend_->MaxSamplingTopK(), config_.vocab_size);
+      on_backend[i] = SamplesOnBackend(*sampled[i], backend_->MaxSamplingTopK(),
+                                       backend_->MaxSamplingLogprobs(), config_.vocab_size);
       any_on_backend = any_on_backend || on_backend[i];
     }
   }
@@ -685,12 +685,22 @@ absl::Status ModelRunner::SampleFromDeviceLogits(absl::Span<const ScheduledSeque
     }
   }
   std::vector<int32_t> ids(sampled.size());
-  ORCA_RETURN_IF_ERROR(backend_->SampleRows(logits_.Rows(0, rows), params, masks, ids.data()));
+  const bool logprobs = std::any_of(params.begin(), params.end(),
+                                    [](const SampleRowParams& p) { return p.logprobs >= 0; });
+  std::vector<RowLogprobs> row_logprobs(logprobs ? sampled.size() : 0);
+  ORCA_RETURN_IF_ERROR(backend_->SampleRows(logits_.Rows(0, rows), params, masks, ids.data(),
+                                            logprobs ? row_logprobs.data() : nullptr));
   tokens->resize(sampled.size());
   for (int64_t r = 0; r < rows; ++r) {
     if (!on_backend[r]) continue;
-    (*tokens)[r].seq_id = sampled[r]->seq_id;
-    (*tokens)[r].token_id = ids[r];
+    SampledToken& t = (*tokens)[r];
+    t.seq_id = sampled[r]->seq_id;
+    t.token_id = ids[r];
+    if (params[r].logprobs < 0) continue;
+    const RowLogprobs& l = row_logprobs[r];
+    t.logprob = l.logprob;
+    const int32_t top = std::min({params[r].logprobs, kMaxBackendLogprobs, config_.vocab_size});
+    for (int32_t k = 0; k < top; ++k) t.top_logprobs.emplace_back(l.top_ids[k], l.top_logprobs[k]);
   }
   rows_sampled_on_backend_ += rows - static_cast<int64_t>(host_rows.size());
   if (host_rows.empty()) return absl::OkStatus();

@@ -258,9 +258,10 @@ SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq)
   return out;
 }
 
-bool SamplesOnBackend(const ScheduledSequence& seq, int32_t max_top_k, int32_t vocab) {
+bool SamplesOnBackend(const ScheduledSequence& seq, int32_t max_top_k, int32_t max_logprobs,
+                      int32_t vocab) {
   const SamplingParams& p = seq.sampling;
-  if (!p.logit_bias.empty() || p.needs_history() || p.logprobs >= 0) return false;
+  if (!p.logit_bias.empty() || p.needs_history() || p.logprobs > max_logprobs) return false;
   if (p.greedy()) return true;
   // Top-p or min-p alone truncate the whole vocabulary: a top-k of `vocab`.
   const int32_t k = p.top_k >= 1 && p.top_k < vocab ? p.top_k : vocab;
@@ -293,6 +294,7 @@ SampleRowParams BackendSampleParams(const ScheduledSequence& seq) {
   r.top_p = p.top_p;
   r.min_p = p.min_p;
   r.uniform = SeededUniform(p.seed, static_cast<uint64_t>(seq.output_index));
+  r.logprobs = p.logprobs;
   return r;
 }
 

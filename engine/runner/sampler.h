@@ -19,13 +19,15 @@ SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq)
 // Returns a uniform double in [0, 1) derived from (seed, index) by SplitMix64.
 double SeededUniform(uint64_t seed, uint64_t index);
 
-// Whether Backend::SampleRows draws `seq`'s next token as SampleToken would (the
-// backend's MaxSamplingTopK() is `max_top_k`, the vocabulary `vocab` tokens): no logit
-// bias or penalties change its logits first (a guided-decoding mask and bans travel as
-// a token mask, BackendSampleMask), no logprobs are wanted, and it is greedy, truncates
-// nothing, or keeps a top_k of at most max_top_k (top-p or min-p without a top-k count
-// as a top_k of `vocab`).
-bool SamplesOnBackend(const ScheduledSequence& seq, int32_t max_top_k, int32_t vocab);
+// Whether Backend::SampleRows draws `seq`'s next token (and its logprobs) as SampleToken
+// would (the backend's MaxSamplingTopK() is `max_top_k`, its MaxSamplingLogprobs()
+// `max_logprobs`, the vocabulary `vocab` tokens): no logit bias or penalties change its
+// logits first (a guided-decoding mask and bans travel as a token mask,
+// BackendSampleMask), it wants at most max_logprobs top logprobs (-1: none), and it is
+// greedy, truncates nothing, or keeps a top_k of at most max_top_k (top-p or min-p
+// without a top-k count as a top_k of `vocab`).
+bool SamplesOnBackend(const ScheduledSequence& seq, int32_t max_top_k, int32_t max_logprobs,
+                      int32_t vocab);
 
 // The row parameters Backend::SampleRows draws `seq`'s next token with (mask_row is
 // left at -1 for the caller to set).

@@ -72,18 +72,32 @@ std::vector<int32_t> SampleAndCompareWithHost(
   DeviceArray<kernels::DeviceSamplingParams> d_params(params);
   DeviceArray<uint32_t> d_masks(masks.empty() ? std::vector<uint32_t>{0u} : masks);
   DeviceArray<int32_t> d_tokens(std::vector<int32_t>(rows, -1));
-  const cudaError_t launched =
-      kernels::LaunchSample(d_logits.get(), vocab, rows, vocab, d_params.get(),
-                            masks.empty() ? nullptr : d_masks.get(), d_tokens.get(), nullptr);
+  DeviceArray<kernels::DeviceRowLogprobs> d_logprobs{std::vector<kernels::DeviceRowLogprobs>(rows)};
+  const cudaError_t launched = kernels::LaunchSample(
+      d_logits.get(), vocab, rows, vocab, d_params.get(), masks.empty() ? nullptr : d_masks.get(),
+      d_tokens.get(), d_logprobs.get(), nullptr);
   EXPECT_EQ(launched, cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   if (launched != cudaSuccess) return {};
   std::vector<int32_t> tokens = d_tokens.Download();
+  const std::vector<kernels::DeviceRowLogprobs> logprobs = d_logprobs.Download();
   for (int32_t r = 0; r < rows; ++r) {
     std::vector<float> row(logits.begin() + int64_t{r} * vocab,
                            logits.begin() + int64_t{r + 1} * vocab);
     const SampledToken want = SampleToken(absl::MakeSpan(row), seqs[r]);
     EXPECT_EQ(tokens[r], want.token_id) << "row " << r;
+    if (params[r].logprobs < 0) continue;
+    // log-softmax's normaliser is summed in another order: the last float bit may differ.
+    EXPECT_NEAR(logprobs[r].logprob, want.logprob, 1e-6 * (1 + std::fabs(want.logprob)))
+        << "row " << r;
+    EXPECT_EQ(want.top_logprobs.size(), static_cast<size_t>(params[r].logprobs)) << "row " << r;
+    if (want.top_logprobs.size() > static_cast<size_t>(kernels::kMaxDeviceLogprobs)) continue;
+    for (size_t k = 0; k < want.top_logprobs.size(); ++k) {
+      EXPECT_EQ(logprobs[r].top_ids[k], want.top_logprobs[k].first) << "row " << r << " top " << k;
+      EXPECT_NEAR(logprobs[r].top_logprobs[k], want.top_logprobs[k].second,
+                  1e-6 * (1 + std::fabs(want.top_logprobs[k].second)))
+          << "row " << r << " top " << k;
+    }
   }
   return tokens;
 }
@@ -104,7 +118,7 @@ TEST(SamplingKernelTest, MatchesHostSampler) {
   std::vector<kernels::DeviceSamplingParams> params(rows);
   for (int32_t r = 0; r < rows; ++r) {
     const SampleRowParams p = BackendSampleParams(seqs[r]);
-    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1};
+    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1, p.logprobs};
   }
   // A row with tied maxima: greedy picks the first.
   logits[3 * vocab + 10] = logits[3 * vocab + 20] = 100.0f;
@@ -135,9 +149,9 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
     s.sampling.top_k = r % 7 == 0 ? vocab : 0;  // top_k >= vocab truncates nothing
     s.sampling.seed = 77 + static_cast<uint64_t>(r);
     s.output_index = 3 * r;
-    ASSERT_TRUE(SamplesOnBackend(s, kernels::kMaxSampleCandidates, vocab)) << "row " << r;
+    ASSERT_TRUE(SamplesOnBackend(s, kernels::kMaxSampleCandidates, -1, vocab)) << "row " << r;
     const SampleRowParams p = BackendSampleParams(s);
-    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1};
+    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1, p.logprobs};
   }
   // Rows with NaN and +inf logits, and one where all but two tokens are NaN.
   for (int32_t t = 0; t < vocab; t += 3) logits[5 * int64_t{vocab} + t] = NAN;
@@ -163,9 +177,9 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
   seqs[14].sampling.top_p = 0.8f;
   seqs[14].allowed_token_mask = seqs[11].allowed_token_mask;
   for (int32_t r = 10; r <= 14; ++r) {
-    ASSERT_TRUE(SamplesOnBackend(seqs[r], kernels::kMaxSampleCandidates, vocab)) << "row " << r;
+    ASSERT_TRUE(SamplesOnBackend(seqs[r], kernels::kMaxSampleCandidates, -1, vocab)) << "row " << r;
     const SampleRowParams p = BackendSampleParams(seqs[r]);
-    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1};
+    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1, p.logprobs};
     mask_row(r, seqs[r]);
   }
   for (int32_t t = 0; t < 64; ++t) logits[12 * int64_t{vocab} + t] = 9.0f;  // bans bite
@@ -186,29 +200,35 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
   // backend whose top-k stops at 1024) top-p or min-p without a top-k.
   ScheduledSequence s;
   s.sampling.temperature = 1.0f;
-  EXPECT_TRUE(SamplesOnBackend(s, 1024, vocab));
+  EXPECT_TRUE(SamplesOnBackend(s, 1024, -1, vocab));
   s.sampling.top_k = 1024;
   s.sampling.top_p = 0.9f;
-  EXPECT_TRUE(SamplesOnBackend(s, 1024, vocab));
+  EXPECT_TRUE(SamplesOnBackend(s, 1024, -1, vocab));
   s.sampling.top_k = 1025;
-  EXPECT_FALSE(SamplesOnBackend(s, 1024, vocab));
+  EXPECT_FALSE(SamplesOnBackend(s, 1024, -1, vocab));
   s.sampling.top_k = 0;
-  EXPECT_FALSE(SamplesOnBackend(s, 1024, vocab));
+  EXPECT_FALSE(SamplesOnBackend(s, 1024, -1, vocab));
   s.sampling.top_p = 1.0f;
   s.sampling.min_p = 0.05f;
-  EXPECT_FALSE(SamplesOnBackend(s, 1024, vocab));
+  EXPECT_FALSE(SamplesOnBackend(s, 1024, -1, vocab));
   s.sampling.min_p = 0.0f;
   auto host_only = [&](auto edit) {
     ScheduledSequence t = s;
     edit(t);
-    return !SamplesOnBackend(t, 1024, vocab);
+    return !SamplesOnBackend(t, 1024, -1, vocab);
   };
+  // A backend with logprobs takes rows that want up to its most.
+  s.sampling.logprobs = 20;
+  EXPECT_TRUE(SamplesOnBackend(s, 1024, 20, vocab));
+  s.sampling.logprobs = 21;
+  EXPECT_FALSE(SamplesOnBackend(s, 1024, 20, vocab));
+  s.sampling.logprobs = -1;
   // The CUDA backend takes any truncation.
   s.sampling.top_k = 0;
   s.sampling.top_p = 0.9f;
-  EXPECT_TRUE(SamplesOnBackend(s, INT32_MAX, vocab));
+  EXPECT_TRUE(SamplesOnBackend(s, INT32_MAX, -1, vocab));
   s.sampling.top_k = 20000;
-  EXPECT_TRUE(SamplesOnBackend(s, INT32_MAX, vocab));
+  EXPECT_TRUE(SamplesOnBackend(s, INT32_MAX, -1, vocab));
   s.sampling.top_k = 0;
   s.sampling.top_p = 1.0f;
   EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.logprobs = 0; }));
@@ -237,6 +257,8 @@ TEST(SamplingKernelTest, TruncationWithoutSmallTopKMatchesHostSampler) {
   };
   std::vector<kernels::DeviceSamplingParams> params(rows);
   std::vector<ScheduledSequence> seqs = Sequences(knobs, rows, 500);
+  // Logprobs on every third row: the drawn token's alone, or with the top 1 to 20.
+  for (int32_t r = 0; r < rows; r += 3) seqs[r].sampling.logprobs = (r / 3) % 21;
   // Rows with NaNs, +inf, a flat top (64 tokens tied at the maximum: the nucleus ends
   // inside the tie, which is resolved by id), logits clustered in two values, and masks.
   for (int32_t t = 0; t < vocab; t += 5) logits[12 * int64_t{vocab} + t] = NAN;
@@ -250,9 +272,10 @@ TEST(SamplingKernelTest, TruncationWithoutSmallTopKMatchesHostSampler) {
   for (int32_t t = 0; t < 4; ++t) logits[17 * int64_t{vocab} + t] = 11.0f;
   std::vector<uint32_t> masks;
   for (int32_t r = 0; r < rows; ++r) {
-    ASSERT_TRUE(SamplesOnBackend(seqs[r], INT32_MAX, vocab)) << "row " << r;
+    ASSERT_TRUE(SamplesOnBackend(seqs[r], INT32_MAX, kernels::kMaxDeviceLogprobs, vocab))
+        << "row " << r;
     const SampleRowParams p = BackendSampleParams(seqs[r]);
-    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1};
+    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1, p.logprobs};
     if (r == 16 || r == 17) {
       params[r].mask_row = static_cast<int32_t>(masks.size() / kernels::MaskWords(vocab));
       AppendBackendSampleMask(seqs[r], vocab, &masks);

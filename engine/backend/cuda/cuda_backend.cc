@@ -25,16 +25,22 @@
 namespace orca {
 
 // SampleRowParams is uploaded as the kernel's parameter rows.
-static_assert(sizeof(SampleRowParams) == sizeof(kernels::DeviceSamplingParams) &&
-              offsetof(SampleRowParams, temperature) ==
-                  offsetof(kernels::DeviceSamplingParams, temperature) &&
-              offsetof(SampleRowParams, top_k) == offsetof(kernels::DeviceSamplingParams, top_k) &&
-              offsetof(SampleRowParams, top_p) == offsetof(kernels::DeviceSamplingParams, top_p) &&
-              offsetof(SampleRowParams, min_p) == offsetof(kernels::DeviceSamplingParams, min_p) &&
-              offsetof(SampleRowParams, uniform) ==
-                  offsetof(kernels::DeviceSamplingParams, uniform) &&
-              offsetof(SampleRowParams, mask_row) ==
-                  offsetof(kernels::DeviceSamplingParams, mask_row));
+static_assert(
+    sizeof(SampleRowParams) == sizeof(kernels::DeviceSamplingParams) &&
+    offsetof(SampleRowParams, temperature) ==
+        offsetof(kernels::DeviceSamplingParams, temperature) &&
+    offsetof(SampleRowParams, top_k) == offsetof(kernels::DeviceSamplingParams, top_k) &&
+    offsetof(SampleRowParams, top_p) == offsetof(kernels::DeviceSamplingParams, top_p) &&
+    offsetof(SampleRowParams, min_p) == offsetof(kernels::DeviceSamplingParams, min_p) &&
+    offsetof(SampleRowParams, uniform) == offsetof(kernels::DeviceSamplingParams, uniform) &&
+    offsetof(SampleRowParams, mask_row) == offsetof(kernels::DeviceSamplingParams, mask_row) &&
+    offsetof(SampleRowParams, logprobs) == offsetof(kernels::DeviceSamplingParams, logprobs));
+// RowLogprobs is what the kernel writes.
+static_assert(sizeof(RowLogprobs) == sizeof(kernels::DeviceRowLogprobs) &&
+              kMaxBackendLogprobs == kernels::kMaxDeviceLogprobs &&
+              offsetof(RowLogprobs, top_ids) == offsetof(kernels::DeviceRowLogprobs, top_ids) &&
+              offsetof(RowLogprobs, top_logprobs) ==
+                  offsetof(kernels::DeviceRowLogprobs, top_logprobs));
 namespace {
 
 using cuda_internal::DeviceMemory;
@@ -291,8 +297,10 @@ class CudaBackendImpl : public CudaBackend {
   // Any: top-k up to kMaxSampleCandidates by selection, beyond it and top-p / min-p
   // alone by bisection (kernels/sampling.cuh).
   int32_t MaxSamplingTopK() const override { return INT32_MAX; }
+  int32_t MaxSamplingLogprobs() const override { return kernels::kMaxDeviceLogprobs; }
   absl::Status SampleRows(const Tensor& logits, absl::Span<const SampleRowParams> params,
-                          absl::Span<const uint32_t> masks, int32_t* host_tokens) override;
+                          absl::Span<const uint32_t> masks, int32_t* host_tokens,
+                          RowLogprobs* host_logprobs) override;
 
  private:
   // Selects the device and returns the stream for the next launch.
@@ -409,7 +417,8 @@ absl::Status CudaBackendImpl::Replay(BackendGraph& graph) {
 
 absl::Status CudaBackendImpl::SampleRows(const Tensor& logits,
                                          absl::Span<const SampleRowParams> params,
-                                         absl::Span<const uint32_t> masks, int32_t* host_tokens) {
+                                         absl::Span<const uint32_t> masks, int32_t* host_tokens,
+                                         RowLogprobs* host_logprobs) {
   const int64_t rows = static_cast<int64_t>(params.size());
   if (rows == 0) return TakeError();
   const int64_t words = kernels::MaskWords(logits.cols);
@@ -419,21 +428,39 @@ absl::Status CudaBackendImpl::SampleRows(const Tensor& logits,
         absl::StrCat("cuda backend SampleRows: expects F32 logits of at least ", rows,
                      " rows and masks of whole rows (", words, " words each)"));
   }
+  bool any_logprobs = false;
   for (const SampleRowParams& p : params) {
     if (p.mask_row >= static_cast<int64_t>(masks.size()) / words) {
       return absl::InvalidArgumentError(
           absl::StrCat("cuda backend SampleRows: mask row ", p.mask_row, " out of range"));
     }
+    if (p.logprobs > kMaxBackendLogprobs) {
+      return absl::InvalidArgumentError(absl::StrCat("cuda backend SampleRows: ", p.logprobs,
+                                                     " top logprobs asked, at most ",
+                                                     kMaxBackendLogprobs));
+    }
+    any_logprobs = any_logprobs || p.logprobs >= 0;
   }
-  // [params][masks][tokens]: the parameters' 8-byte alignment holds for what follows.
+  if (any_logprobs && host_logprobs == nullptr) {
+    return absl::InvalidArgumentError("cuda backend SampleRows: logprobs asked, nowhere to write");
+  }
+  // [params][logprobs][masks][tokens]: the parameters' 8-byte alignment holds for what
+  // follows (RowLogprobs is 4-byte aligned, and so are masks and tokens). The logprobs'
+  // room is there whether asked or not, so the profiling pass sizes the workspace for
+  // them too and serving allocates nothing.
   const size_t params_bytes = sizeof(SampleRowParams) * static_cast<size_t>(rows);
+  const size_t logprob_bytes = sizeof(RowLogprobs) * static_cast<size_t>(rows);
   const size_t mask_bytes = sizeof(uint32_t) * masks.size();
-  auto* ws = static_cast<char*>(Workspace(
-      sampling_ws_, params_bytes + mask_bytes + sizeof(int32_t) * static_cast<size_t>(rows)));
+  auto* ws =
+      static_cast<char*>(Workspace(sampling_ws_, params_bytes + logprob_bytes + mask_bytes +
+                                                     sizeof(int32_t) * static_cast<size_t>(rows)));
   if (ws == nullptr) return TakeError();
   auto* dev_params = reinterpret_cast<kernels::DeviceSamplingParams*>(ws);
-  auto* dev_masks = masks.empty() ? nullptr : reinterpret_cast<uint32_t*>(ws + params_bytes);
-  auto* dev_tokens = reinterpret_cast<int32_t*>(ws + params_bytes + mask_bytes);
+  auto* dev_logprobs =
+      any_logprobs ? reinterpret_cast<kernels::DeviceRowLogprobs*>(ws + params_bytes) : nullptr;
+  auto* dev_masks =
+      masks.empty() ? nullptr : reinterpret_cast<uint32_t*>(ws + params_bytes + logprob_bytes);
+  auto* dev_tokens = reinterpret_cast<int32_t*>(ws + params_bytes + logprob_bytes + mask_bytes);
   cudaStream_t s = BeginOp();
   Record(ORCA_CUDA_STATUS(
       cudaMemcpyAsync(dev_params, params.data(), params_bytes, cudaMemcpyHostToDevice, s)));
@@ -442,10 +469,14 @@ absl::Status CudaBackendImpl::SampleRows(const Tensor& logits,
         cudaMemcpyAsync(dev_masks, masks.data(), mask_bytes, cudaMemcpyHostToDevice, s)));
   }
   Launched(kernels::LaunchSample(logits.f32(), logits.ld(), rows, logits.cols, dev_params,
-                                 dev_masks, dev_tokens, s),
+                                 dev_masks, dev_tokens, dev_logprobs, s),
            "LaunchSample");
   Record(ORCA_CUDA_STATUS(
       cudaMemcpyAsync(host_tokens, dev_tokens, sizeof(int32_t) * rows, cudaMemcpyDeviceToHost, s)));
+  if (any_logprobs) {
+    Record(ORCA_CUDA_STATUS(
+        cudaMemcpyAsync(host_logprobs, dev_logprobs, logprob_bytes, cudaMemcpyDeviceToHost, s)));
+  }
   Record(ORCA_CUDA_STATUS(cudaStreamSynchronize(s)));
   return TakeError();
 }
