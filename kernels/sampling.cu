@@ -475,6 +475,29 @@ __device__ void DrawRow(const float* __restrict__ x, const uint32_t* __restrict_
   *token = cand_idx[chosen];
 }
 
+// Applies each row's edits to its logits in place (distinct tokens: no two threads
+// touch one logit).
+__global__ void __launch_bounds__(kThreads)
+    EditKernel(float* __restrict__ logits, int64_t ld, int64_t vocab,
+               const DeviceSamplingParams* __restrict__ params,
+               const DeviceLogitEdit* __restrict__ edits) {
+  const int64_t row = blockIdx.x;
+  const DeviceSamplingParams p = params[row];
+  float* x = logits + row * ld;
+  for (int32_t e = p.edits_begin + static_cast<int32_t>(threadIdx.x); e < p.edits_end;
+       e += blockDim.x) {
+    const DeviceLogitEdit d = edits[e];
+    if (d.token < 0 || d.token >= vocab) continue;
+    float v = x[d.token];
+    if (v != v) v = -INFINITY;  // the host sanitises before it edits
+    if (v == INFINITY) v = FLT_MAX;
+    if (d.ops & kEditBias) v += d.bias;
+    if (d.ops & kEditSubtract) v -= d.subtract;
+    if (d.ops & kEditRepeat) v = v > 0 ? v / p.repetition_penalty : v * p.repetition_penalty;
+    x[d.token] = v;
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
     SampleKernel(const float* __restrict__ logits, int64_t ld, int64_t vocab,
                  const DeviceSamplingParams* __restrict__ params,
@@ -496,11 +519,16 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-cudaError_t LaunchSample(const float* logits, int64_t ld, int64_t rows, int64_t vocab,
-                         const DeviceSamplingParams* params, const uint32_t* masks, int32_t* tokens,
-                         DeviceRowLogprobs* logprobs, cudaStream_t stream) {
+cudaError_t LaunchSample(float* logits, int64_t ld, int64_t rows, int64_t vocab,
+                         const DeviceSamplingParams* params, const uint32_t* masks,
+                         const DeviceLogitEdit* edits, int32_t* tokens, DeviceRowLogprobs* logprobs,
+                         cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (rows < 0 || rows > INT32_MAX || vocab <= 0 || vocab > INT32_MAX) return cudaErrorInvalidValue;
+  if (edits != nullptr) {
+    EditKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params,
+                                                                     edits);
+  }
   SampleKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params,
                                                                      masks, tokens, logprobs);
   return cudaGetLastError();

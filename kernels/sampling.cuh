@@ -12,8 +12,10 @@
 // A row may also ask for logprobs (of the processed logits: sanitised and masked, before
 // temperature and truncation, as the host reports them): the drawn token's and the top
 // N's (N <= kMaxDeviceLogprobs), with log-softmax's normaliser summed in another order
-// than the host's (a value may differ in its last float bit). Penalties and logit bias
-// stay on the host.
+// than the host's (a value may differ in its last float bit). Logit bias and penalties
+// arrive as per-token edits the host computed (DeviceLogitEdit), applied to the logits in
+// place first with the host's float operations in the host's order, so the draw sees
+// the logits SampleToken would.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,6 +36,21 @@ struct DeviceSamplingParams {
   double uniform = 0.0;   // the draw in [0, 1): SeededUniform(seed, output_index)
   int32_t mask_row = -1;  // row of `masks` allowing tokens (bit t % 32 of word t / 32); -1: all
   int32_t logprobs = -1;  // -1: none; 0: the drawn token's; N: and the top N's
+  float repetition_penalty = 1.0f;  // for the edits that ask for it
+  int32_t edits_begin = 0;          // the row's edits: edits[edits_begin, edits_end)
+  int32_t edits_end = 0;
+};
+
+// One token's logit edit, as the host's ApplyPenalties makes it on a sanitised logit x:
+// x += bias (kEditBias); x -= subtract (kEditSubtract: frequency x count + presence,
+// computed by the host); then x = x > 0 ? x / r : x * r (kEditRepeat, r the row's
+// repetition_penalty). Same layout on host and device.
+constexpr uint32_t kEditBias = 1, kEditSubtract = 2, kEditRepeat = 4;
+struct DeviceLogitEdit {
+  int32_t token = 0;
+  uint32_t ops = 0;
+  float bias = 0.0f;
+  float subtract = 0.0f;
 };
 
 // A row's logprobs: the drawn token's, and the top `logprobs` tokens (larger logit,
@@ -52,10 +69,12 @@ constexpr int64_t MaskWords(int64_t vocab) { return (vocab + 31) / 32; }
 // most kMaxDeviceLogprobs) their logprobs to logprobs[row] (device, `rows` entries; may
 // be null when no row asks). `params` is a device array of `rows` entries; `masks`
 // (device, MaskWords(vocab) words per mask row; null when no row has one) the rows
-// params[].mask_row index. Greedy picks the first maximal logit. Returns the launch
-// error, if any.
-cudaError_t LaunchSample(const float* logits, int64_t ld, int64_t rows, int64_t vocab,
-                         const DeviceSamplingParams* params, const uint32_t* masks, int32_t* tokens,
-                         DeviceRowLogprobs* logprobs, cudaStream_t stream);
+// params[].mask_row index; `edits` (device; null when no row has any) the edits rows'
+// ranges index, which change `logits` in place before the draw. Greedy picks the first
+// maximal logit. Returns the launch error, if any.
+cudaError_t LaunchSample(float* logits, int64_t ld, int64_t rows, int64_t vocab,
+                         const DeviceSamplingParams* params, const uint32_t* masks,
+                         const DeviceLogitEdit* edits, int32_t* tokens, DeviceRowLogprobs* logprobs,
+                         cudaStream_t stream);
 
 }  // namespace orca::kernels

@@ -111,9 +111,34 @@ struct SampleRowParams {
   int32_t top_k = 0;         // 0: no top-k
   float top_p = 1.0f;
   float min_p = 0.0f;
-  double uniform = 0.0;   // the draw in [0, 1): SeededUniform(seed, output_index)
-  int32_t mask_row = -1;  // the row of SampleRows' masks that allows tokens; -1: all
-  int32_t logprobs = -1;  // -1: none; 0: the drawn token's; N: and the top N's
+  double uniform = 0.0;             // the draw in [0, 1): SeededUniform(seed, output_index)
+  int32_t mask_row = -1;            // the row of SampleRows' masks that allows tokens; -1: all
+  int32_t logprobs = -1;            // -1: none; 0: the drawn token's; N: and the top N's
+  float repetition_penalty = 1.0f;  // for the edits that ask for it
+  int32_t edits_begin = 0;          // the row's logit edits: SampleRows' edits[begin, end)
+  int32_t edits_end = 0;
+};
+
+// One token's logit edit (logit bias and penalties, as SampleToken's ApplyPenalties
+// makes them on the sanitised logit x): x += bias (kEditBias); x -= subtract
+// (kEditSubtract); then x = x > 0 ? x / r : x * r (kEditRepeat, r the row's
+// repetition_penalty).
+struct LogitEdit {
+  static constexpr uint32_t kBias = 1, kSubtract = 2, kRepeat = 4;
+  int32_t token = 0;
+  uint32_t ops = 0;
+  float bias = 0.0f;
+  float subtract = 0.0f;
+};
+
+// What Backend::SampleRows takes (SamplesOnBackend, engine/runner/sampler.h).
+struct SamplingCaps {
+  bool supported = false;  // SampleRows is available
+  // The largest top_k (top-p or min-p without a top-k count as the vocabulary's size;
+  // INT32_MAX: any truncation).
+  int32_t max_top_k = 0;
+  int32_t max_logprobs = -1;  // the most top logprobs a row may ask for (-1: no logprobs)
+  bool logit_edits = false;   // logit bias and penalties, as LogitEdits
 };
 
 // What SampleRows returns for a row that asks for logprobs (SampleRowParams::logprobs):
@@ -192,25 +217,20 @@ class Backend {
   // out[i] = x[rows[i]].
   virtual void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) = 0;
 
-  // Sampling where the logits are (engine/runner/sampler.h, SampleOnBackend): whether
-  // SampleRows is available, and the largest top_k it takes (top-p or min-p without a
-  // top-k count as the vocabulary's size; INT32_MAX: any truncation).
-  virtual bool SupportsSampling() const { return false; }
-  virtual int32_t MaxSamplingTopK() const { return 0; }
-  // The most top logprobs a row may ask of SampleRows (-1: no logprobs at all).
-  virtual int32_t MaxSamplingLogprobs() const { return -1; }
+  // Sampling where the logits are (engine/runner/sampler.h, SamplesOnBackend).
+  virtual SamplingCaps Sampling() const { return SamplingCaps{}; }
   // Draws one token per row of `logits` (F32 [rows, vocab], rows may be strided) with
-  // `params[row]`, exactly as SampleToken does for a row without penalties or logit bias
-  // that truncates nothing or whose top_k (as above) is at most MaxSamplingTopK(), and
-  // whose logprobs are at most MaxSamplingLogprobs(); a row with mask_row m allows only
-  // the tokens whose bits are set in `masks` row m (ceil(vocab / 32) words a row; bit
-  // t % 32 of word t / 32). Writes the ids to `host_tokens` and, for the rows that ask
-  // for logprobs, those to `host_logprobs` (`rows` entries; may be null when none asks),
-  // and waits for them.
+  // `params[row]`, exactly as SampleToken does for a row that Sampling() admits
+  // (SamplesOnBackend): a row with mask_row m allows only the tokens whose bits are set
+  // in `masks` row m (ceil(vocab / 32) words a row; bit t % 32 of word t / 32); a row's
+  // `edits` (its logit bias and penalties) change its logits in place first. Writes the
+  // ids to `host_tokens` and, for the rows that ask for logprobs, those to
+  // `host_logprobs` (`rows` entries; may be null when none asks), and waits for them.
   virtual absl::Status SampleRows(const Tensor& logits, absl::Span<const SampleRowParams> params,
-                                  absl::Span<const uint32_t> masks, int32_t* host_tokens,
+                                  absl::Span<const uint32_t> masks,
+                                  absl::Span<const LogitEdit> edits, int32_t* host_tokens,
                                   RowLogprobs* host_logprobs = nullptr) {
-    (void)logits, (void)params, (void)masks, (void)host_tokens, (void)host_logprobs;
+    (void)logits, (void)params, (void)masks, (void)edits, (void)host_tokens, (void)host_logprobs;
     return absl::UnimplementedError(name() + " does not sample");
   }
 

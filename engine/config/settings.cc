@@ -201,10 +201,10 @@ std::vector<Setting> BuildSettings() {
                      "CUDA: share of device memory for weights, KV cache and workspaces"));
   s.push_back(Bool("device.sample_on_device", "device-sampling", &C::device,
                    &DeviceOptions::sample_on_device, kCompute,
-                   "CUDA: draw tokens on the GPU where the request allows (greedy, "
-                   "temperature, top-k, top-p, min-p, guides, bans and logprobs; not penalties "
-                   "or logit bias), so only token ids and asked logprobs cross to the host; the "
-                   "others, or every row when false, are drawn on the host"));
+                   "CUDA: draw tokens on the GPU (every sampling option: truncation, "
+                   "penalties, logit bias, guides, bans, up to 20 top logprobs), so only token "
+                   "ids and asked logprobs cross to the host; false: every row is drawn on the "
+                   "host"));
   s.push_back(Bool("device.cuda_graphs", "cuda-graphs", &C::device, &DeviceOptions::cuda_graphs,
                    kCompute,
                    "CUDA, one rank per model: replay decode-only iterations from CUDA graphs "

@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   ORCA_RETURN_IF_ERROR(r->ResizeKvCache(options.num_kv_blocks));
   const int32_t threads = options.sampler_threads > 0 ? options.sampler_threads : AvailableCpus();
   if (threads > 1 && r->shard_.samples()) r->sampler_pool_ = std::make_unique<ThreadPool>(threads);
-  r->sample_on_backend_ = options.sample_on_backend && backend->SupportsSampling();
+  r->sample_on_backend_ = options.sample_on_backend && backend->Sampling().supported;
   r->graphs_enabled_ = options.graphs && backend->SupportsGraphs() && r->shard_.world_size() == 1;
   return r;
 }
@@ -632,8 +632,7 @@ absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) 
   bool any_on_backend = false;
   if (sample_on_backend_ && shard_.samples() && !prompt_rows) {
     for (size_t i = 0; i < sampled.size(); ++i) {
-      on_backend[i] = SamplesOnBackend(*sampled[i], backend_->MaxSamplingTopK(),
-                                       backend_->MaxSamplingLogprobs(), config_.vocab_size);
+      on_backend[i] = SamplesOnBackend(*sampled[i], backend_->Sampling(), config_.vocab_size);
       any_on_backend = any_on_backend || on_backend[i];
     }
   }
@@ -672,6 +671,7 @@ absl::Status ModelRunner::SampleFromDeviceLogits(absl::Span<const ScheduledSeque
   std::vector<SampleRowParams> params(sampled.size());
   std::vector<uint32_t> masks;
   int32_t mask_rows = 0;
+  std::vector<LogitEdit> edits;
   std::vector<int64_t> host_rows;
   for (int64_t r = 0; r < rows; ++r) {
     if (!on_backend[r]) {
@@ -683,12 +683,17 @@ absl::Status ModelRunner::SampleFromDeviceLogits(absl::Span<const ScheduledSeque
       AppendBackendSampleMask(*sampled[r], config_.vocab_size, &masks);
       params[r].mask_row = mask_rows++;
     }
+    if (HasLogitEdits(sampled[r]->sampling)) {
+      params[r].edits_begin = static_cast<int32_t>(edits.size());
+      AppendLogitEdits(*sampled[r], config_.vocab_size, &edits);
+      params[r].edits_end = static_cast<int32_t>(edits.size());
+    }
   }
   std::vector<int32_t> ids(sampled.size());
   const bool logprobs = std::any_of(params.begin(), params.end(),
                                     [](const SampleRowParams& p) { return p.logprobs >= 0; });
   std::vector<RowLogprobs> row_logprobs(logprobs ? sampled.size() : 0);
-  ORCA_RETURN_IF_ERROR(backend_->SampleRows(logits_.Rows(0, rows), params, masks, ids.data(),
+  ORCA_RETURN_IF_ERROR(backend_->SampleRows(logits_.Rows(0, rows), params, masks, edits, ids.data(),
                                             logprobs ? row_logprobs.data() : nullptr));
   tokens->resize(sampled.size());
   for (int64_t r = 0; r < rows; ++r) {

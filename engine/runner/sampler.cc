@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "absl/container/flat_hash_map.h"
+
 namespace orca {
 namespace {
 
@@ -28,35 +30,16 @@ void SanitizeLogits(absl::Span<float> logits) {
 }
 
 // logit_bias, presence/frequency penalties (OpenAI: on the output's tokens),
-// repetition penalty (Hugging Face: on prompt and output), then bans.
+// repetition penalty (Hugging Face: on prompt and output), then bans. The first three
+// are the row's LogitEdits: the one definition the backend applies too.
 void ApplyPenalties(absl::Span<float> logits, const ScheduledSequence& seq) {
-  const SamplingParams& p = seq.sampling;
   const int32_t vocab = static_cast<int32_t>(logits.size());
-  for (const auto& [t, bias] : p.logit_bias) {
-    if (t >= 0 && t < vocab) logits[t] += bias;
-  }
-  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
-    const size_t start = std::min(seq.penalty_history.size(),
-                                  static_cast<size_t>(std::max(0, seq.penalty_prompt_len)));
-    std::vector<int32_t> out(seq.penalty_history.begin() + start, seq.penalty_history.end());
-    std::sort(out.begin(), out.end());
-    for (size_t i = 0; i < out.size();) {
-      size_t j = i;
-      while (j < out.size() && out[j] == out[i]) ++j;
-      if (out[i] >= 0 && out[i] < vocab) {
-        logits[out[i]] -= p.frequency_penalty * static_cast<float>(j - i) + p.presence_penalty;
-      }
-      i = j;
-    }
-  }
-  if (p.repetition_penalty != 1.0f && p.repetition_penalty > 0) {
-    std::vector<int32_t> seen = seq.penalty_history;
-    std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-    for (int32_t t : seen) {
-      if (t < 0 || t >= vocab) continue;
-      float& l = logits[t];
-      l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
+  if (HasLogitEdits(seq.sampling)) {
+    thread_local std::vector<LogitEdit> edits;
+    edits.clear();
+    AppendLogitEdits(seq, vocab, &edits);
+    for (const LogitEdit& e : edits) {
+      ApplyLogitEdit(e, seq.sampling.repetition_penalty, logits[e.token]);
     }
   }
   for (int32_t t : seq.banned_token_ids) {
@@ -258,15 +241,15 @@ SampledToken SampleToken(absl::Span<float> logits, const ScheduledSequence& seq)
   return out;
 }
 
-bool SamplesOnBackend(const ScheduledSequence& seq, int32_t max_top_k, int32_t max_logprobs,
-                      int32_t vocab) {
+bool SamplesOnBackend(const ScheduledSequence& seq, const SamplingCaps& caps, int32_t vocab) {
   const SamplingParams& p = seq.sampling;
-  if (!p.logit_bias.empty() || p.needs_history() || p.logprobs > max_logprobs) return false;
+  if (!caps.supported || (HasLogitEdits(p) && !caps.logit_edits)) return false;
+  if (p.logprobs > caps.max_logprobs) return false;
   if (p.greedy()) return true;
   // Top-p or min-p alone truncate the whole vocabulary: a top-k of `vocab`.
   const int32_t k = p.top_k >= 1 && p.top_k < vocab ? p.top_k : vocab;
   if (k == vocab && p.top_p >= 1.0f && p.min_p <= 0.0f) return true;  // nothing truncates
-  return k <= max_top_k;
+  return k <= caps.max_top_k;
 }
 
 void AppendBackendSampleMask(const ScheduledSequence& seq, int32_t vocab,
@@ -295,7 +278,49 @@ SampleRowParams BackendSampleParams(const ScheduledSequence& seq) {
   r.min_p = p.min_p;
   r.uniform = SeededUniform(p.seed, static_cast<uint64_t>(seq.output_index));
   r.logprobs = p.logprobs;
+  r.repetition_penalty = p.repetition_penalty;
   return r;
+}
+
+void AppendLogitEdits(const ScheduledSequence& seq, int32_t vocab, std::vector<LogitEdit>* edits) {
+  const SamplingParams& p = seq.sampling;
+  const size_t first = edits->size();
+  absl::flat_hash_map<int32_t, size_t> at;  // token -> its edit's index
+  auto edit = [&](int32_t t) -> LogitEdit& {
+    auto [it, added] = at.try_emplace(t, edits->size());
+    if (added) edits->push_back(LogitEdit{t, 0, 0.0f, 0.0f});
+    return (*edits)[it->second];
+  };
+  for (const auto& [t, bias] : p.logit_bias) {
+    if (t < 0 || t >= vocab) continue;
+    LogitEdit& e = edit(t);
+    e.ops |= LogitEdit::kBias;
+    e.bias += bias;
+  }
+  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+    const size_t start = std::min(seq.penalty_history.size(),
+                                  static_cast<size_t>(std::max(0, seq.penalty_prompt_len)));
+    std::vector<int32_t> out(seq.penalty_history.begin() + start, seq.penalty_history.end());
+    std::sort(out.begin(), out.end());
+    for (size_t i = 0; i < out.size();) {
+      size_t j = i;
+      while (j < out.size() && out[j] == out[i]) ++j;
+      if (out[i] >= 0 && out[i] < vocab) {
+        LogitEdit& e = edit(out[i]);
+        e.ops |= LogitEdit::kSubtract;
+        e.subtract = p.frequency_penalty * static_cast<float>(j - i) + p.presence_penalty;
+      }
+      i = j;
+    }
+  }
+  if (p.repetition_penalty != 1.0f && p.repetition_penalty > 0) {
+    for (int32_t t : seq.penalty_history) {
+      if (t >= 0 && t < vocab) edit(t).ops |= LogitEdit::kRepeat;
+    }
+  }
+  // In token order, so that the list does not depend on the hash map.
+  std::sort(edits->begin() + static_cast<ptrdiff_t>(first), edits->end(),
+            [](const LogitEdit& a, const LogitEdit& b) { return a.token < b.token; });
 }
 
 }  // namespace orca

@@ -177,13 +177,14 @@ std::vector<std::vector<SampledToken>> DecodeTogether(ModelRunner& runner,
 }
 
 // Every row the device can draw (greedy, plain temperature, top-k with top-p / min-p,
-// top-p alone, with logprobs, under a guided-decoding mask or bans) is drawn there and
-// equals what the host sampler draws from the same device logits (logprobs within the
-// last float bit); a row with penalties stays on the host in the same batch.
+// top-p alone, with a penalty, with logprobs, under a guided-decoding mask or bans) is
+// drawn there and equals what the host sampler draws from the same device logits
+// (logprobs within the last float bit); a row that wants more top logprobs than the
+// device gives (OpenAI's 20) stays on the host in the same batch.
 TEST(CudaEndToEndTest, Stories260KDeviceSamplingEqualsHostSampling) {
   ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
   ORCA_REQUIRE_GPU();
-  std::vector<ScheduledSequence> seqs(9);
+  std::vector<ScheduledSequence> seqs(10);
   auto knobs = [&](size_t i, float temperature, int32_t top_k, float top_p, float min_p) {
     seqs[i].sampling.temperature = temperature;
     seqs[i].sampling.top_k = top_k;
@@ -197,14 +198,17 @@ TEST(CudaEndToEndTest, Stories260KDeviceSamplingEqualsHostSampling) {
   knobs(3, 1.2f, 100, 1.0f, 0.1f);  // top-k + min-p
   knobs(4, 1.0f, 0, 0.9f, 0.0f);    // top-p alone: by bisection
   knobs(5, 1.0f, 0, 1.0f, 0.0f);
-  seqs[5].sampling.frequency_penalty = 0.5f;  // host
+  seqs[5].sampling.frequency_penalty = 0.5f;
+  seqs[5].sampling.repetition_penalty = 1.2f;
   knobs(6, 0.9f, 0, 1.0f, 0.0f);
   seqs[6].sampling.logprobs = 2;
   knobs(7, 1.0f, 0, 1.0f, 0.0f);
   seqs[7].allowed_token_mask.assign(16, 0x55555555u);  // even ids only, as a guide's mask
   knobs(8, 0.0f, 0, 1.0f, 0.0f);
   seqs[8].banned_token_ids = {13, 261, 378, 403};  // as min_tokens bans EOS
-  const std::vector<bool> on_device = {true, true, true, true, true, false, true, true, true};
+  knobs(9, 1.0f, 0, 1.0f, 0.0f);
+  seqs[9].sampling.logprobs = 25;  // host
+  const std::vector<bool> on_device = {true, true, true, true, true, true, true, true, true, false};
   constexpr int32_t kSteps = 40;
 
   GpuModel device = LoadOnGpu(dir, DType::kF32, /*sample_on_backend=*/true);
@@ -213,7 +217,7 @@ TEST(CudaEndToEndTest, Stories260KDeviceSamplingEqualsHostSampling) {
   ASSERT_NE(host.runner, nullptr);
   const auto got = DecodeTogether(*device.runner, seqs, kSteps);
   const auto want = DecodeTogether(*host.runner, seqs, kSteps);
-  EXPECT_EQ(device.runner->rows_sampled_on_backend(), 8 * kSteps);
+  EXPECT_EQ(device.runner->rows_sampled_on_backend(), 9 * kSteps);
   EXPECT_EQ(host.runner->rows_sampled_on_backend(), 0);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -269,7 +273,7 @@ TEST(CudaEndToEndTest, Stories260KGraphsReplayDecodesAsEagerRuns) {
   EXPECT_EQ(testing::GreedyAlone(*graphs.runner, prompt, kSteps), want);
   EXPECT_EQ(graphs.runner->graph_replays(), 2 * (kSteps - 3));
 
-  std::vector<ScheduledSequence> seqs(9);
+  std::vector<ScheduledSequence> seqs(10);
   for (size_t i = 0; i < seqs.size(); ++i) {
     seqs[i].sampling.temperature = i % 3 == 0 ? 0.0f : 0.9f;
     seqs[i].sampling.top_k = i % 3 == 2 ? 20 : 0;

@@ -35,6 +35,11 @@ class DeviceArray {
   size_t n_;
 };
 
+// What backends take: top-k up to 1024 only; that and logprobs; the CUDA backend's.
+const SamplingCaps kTopK1024{true, 1024, -1, false};
+const SamplingCaps kLogprobs20{true, 1024, 20, false};
+const SamplingCaps kCuda{true, INT32_MAX, kernels::kMaxDeviceLogprobs, true};
+
 // A row's sampling knobs.
 struct Knobs {
   float temperature;
@@ -61,21 +66,25 @@ std::vector<ScheduledSequence> Sequences(absl::Span<const Knobs> knobs, int32_t 
 }
 
 // Draws every row of `logits` ([rows, vocab]) with the kernel and expects each token to
-// be what SampleToken draws for `seqs[row]` on the host; returns the kernel's tokens
-// (empty when the launch failed). `masks` may be empty (no row has one).
+// be what SampleToken draws for `seqs[row]` on the host (and the logprobs the rows ask
+// for to be the host's within the last float bit); returns the kernel's tokens (empty
+// when the launch failed). `masks` and `edits` may be empty (no row has any).
 std::vector<int32_t> SampleAndCompareWithHost(
     const std::vector<float>& logits, int32_t vocab,
     const std::vector<kernels::DeviceSamplingParams>& params, const std::vector<uint32_t>& masks,
-    const std::vector<ScheduledSequence>& seqs) {
+    const std::vector<ScheduledSequence>& seqs,
+    const std::vector<kernels::DeviceLogitEdit>& edits = {}) {
   const int32_t rows = static_cast<int32_t>(params.size());
   DeviceArray<float> d_logits(logits);
   DeviceArray<kernels::DeviceSamplingParams> d_params(params);
   DeviceArray<uint32_t> d_masks(masks.empty() ? std::vector<uint32_t>{0u} : masks);
   DeviceArray<int32_t> d_tokens(std::vector<int32_t>(rows, -1));
   DeviceArray<kernels::DeviceRowLogprobs> d_logprobs{std::vector<kernels::DeviceRowLogprobs>(rows)};
+  DeviceArray<kernels::DeviceLogitEdit> d_edits(
+      edits.empty() ? std::vector<kernels::DeviceLogitEdit>(1) : edits);
   const cudaError_t launched = kernels::LaunchSample(
       d_logits.get(), vocab, rows, vocab, d_params.get(), masks.empty() ? nullptr : d_masks.get(),
-      d_tokens.get(), d_logprobs.get(), nullptr);
+      edits.empty() ? nullptr : d_edits.get(), d_tokens.get(), d_logprobs.get(), nullptr);
   EXPECT_EQ(launched, cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   if (launched != cudaSuccess) return {};
@@ -149,7 +158,7 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
     s.sampling.top_k = r % 7 == 0 ? vocab : 0;  // top_k >= vocab truncates nothing
     s.sampling.seed = 77 + static_cast<uint64_t>(r);
     s.output_index = 3 * r;
-    ASSERT_TRUE(SamplesOnBackend(s, kernels::kMaxSampleCandidates, -1, vocab)) << "row " << r;
+    ASSERT_TRUE(SamplesOnBackend(s, kTopK1024, vocab)) << "row " << r;
     const SampleRowParams p = BackendSampleParams(s);
     params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1, p.logprobs};
   }
@@ -177,7 +186,7 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
   seqs[14].sampling.top_p = 0.8f;
   seqs[14].allowed_token_mask = seqs[11].allowed_token_mask;
   for (int32_t r = 10; r <= 14; ++r) {
-    ASSERT_TRUE(SamplesOnBackend(seqs[r], kernels::kMaxSampleCandidates, -1, vocab)) << "row " << r;
+    ASSERT_TRUE(SamplesOnBackend(seqs[r], kTopK1024, vocab)) << "row " << r;
     const SampleRowParams p = BackendSampleParams(seqs[r]);
     params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1, p.logprobs};
     mask_row(r, seqs[r]);
@@ -196,45 +205,51 @@ TEST(SamplingKernelTest, WholeVocabularyDrawsMatchHostSampler) {
   EXPECT_TRUE(tokens[12] >= 3 && tokens[12] != 17) << tokens[12];
   EXPECT_GT(distinct.size(), 80u);  // draws, not one argmax
 
-  // What stays on the host: anything that edits the logits, logprobs, and (for a
-  // backend whose top-k stops at 1024) top-p or min-p without a top-k.
+  // What stays on the host of a backend that takes top-k up to 1024 and nothing else:
+  // anything that edits the logits, logprobs, and top-p or min-p without a top-k.
   ScheduledSequence s;
   s.sampling.temperature = 1.0f;
-  EXPECT_TRUE(SamplesOnBackend(s, 1024, -1, vocab));
+  EXPECT_TRUE(SamplesOnBackend(s, kTopK1024, vocab));
   s.sampling.top_k = 1024;
   s.sampling.top_p = 0.9f;
-  EXPECT_TRUE(SamplesOnBackend(s, 1024, -1, vocab));
+  EXPECT_TRUE(SamplesOnBackend(s, kTopK1024, vocab));
   s.sampling.top_k = 1025;
-  EXPECT_FALSE(SamplesOnBackend(s, 1024, -1, vocab));
+  EXPECT_FALSE(SamplesOnBackend(s, kTopK1024, vocab));
   s.sampling.top_k = 0;
-  EXPECT_FALSE(SamplesOnBackend(s, 1024, -1, vocab));
+  EXPECT_FALSE(SamplesOnBackend(s, kTopK1024, vocab));
   s.sampling.top_p = 1.0f;
   s.sampling.min_p = 0.05f;
-  EXPECT_FALSE(SamplesOnBackend(s, 1024, -1, vocab));
+  EXPECT_FALSE(SamplesOnBackend(s, kTopK1024, vocab));
   s.sampling.min_p = 0.0f;
   auto host_only = [&](auto edit) {
     ScheduledSequence t = s;
     edit(t);
-    return !SamplesOnBackend(t, 1024, -1, vocab);
+    return !SamplesOnBackend(t, kTopK1024, vocab);
   };
   // A backend with logprobs takes rows that want up to its most.
   s.sampling.logprobs = 20;
-  EXPECT_TRUE(SamplesOnBackend(s, 1024, 20, vocab));
+  EXPECT_TRUE(SamplesOnBackend(s, kLogprobs20, vocab));
   s.sampling.logprobs = 21;
-  EXPECT_FALSE(SamplesOnBackend(s, 1024, 20, vocab));
+  EXPECT_FALSE(SamplesOnBackend(s, kLogprobs20, vocab));
   s.sampling.logprobs = -1;
   // The CUDA backend takes any truncation.
   s.sampling.top_k = 0;
   s.sampling.top_p = 0.9f;
-  EXPECT_TRUE(SamplesOnBackend(s, INT32_MAX, -1, vocab));
+  EXPECT_TRUE(SamplesOnBackend(s, kCuda, vocab));
   s.sampling.top_k = 20000;
-  EXPECT_TRUE(SamplesOnBackend(s, INT32_MAX, -1, vocab));
+  EXPECT_TRUE(SamplesOnBackend(s, kCuda, vocab));
   s.sampling.top_k = 0;
   s.sampling.top_p = 1.0f;
   EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.logprobs = 0; }));
   EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.logit_bias = {{1, 2.0f}}; }));
   EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.repetition_penalty = 1.1f; }));
   EXPECT_TRUE(host_only([](ScheduledSequence& t) { t.sampling.presence_penalty = 0.5f; }));
+  // The CUDA backend takes logit bias and penalties as edits.
+  ScheduledSequence edited = s;
+  edited.sampling.logit_bias = {{1, 2.0f}};
+  edited.sampling.frequency_penalty = 0.3f;
+  EXPECT_TRUE(SamplesOnBackend(edited, kCuda, vocab));
+  EXPECT_FALSE(SamplesOnBackend(edited, kLogprobs20, vocab));
   // Masks and bans travel to the device as token masks.
   EXPECT_FALSE(host_only([](ScheduledSequence& t) { t.banned_token_ids = {2}; }));
   EXPECT_FALSE(host_only([](ScheduledSequence& t) { t.allowed_token_mask = {1u}; }));
@@ -272,8 +287,7 @@ TEST(SamplingKernelTest, TruncationWithoutSmallTopKMatchesHostSampler) {
   for (int32_t t = 0; t < 4; ++t) logits[17 * int64_t{vocab} + t] = 11.0f;
   std::vector<uint32_t> masks;
   for (int32_t r = 0; r < rows; ++r) {
-    ASSERT_TRUE(SamplesOnBackend(seqs[r], INT32_MAX, kernels::kMaxDeviceLogprobs, vocab))
-        << "row " << r;
+    ASSERT_TRUE(SamplesOnBackend(seqs[r], kCuda, vocab)) << "row " << r;
     const SampleRowParams p = BackendSampleParams(seqs[r]);
     params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1, p.logprobs};
     if (r == 16 || r == 17) {
@@ -290,6 +304,83 @@ TEST(SamplingKernelTest, TruncationWithoutSmallTopKMatchesHostSampler) {
   EXPECT_TRUE(tokens[16] % 8 >= 4) << "masked: " << tokens[16];
   EXPECT_TRUE(tokens[17] == 0 || tokens[17] >= 4) << "banned: " << tokens[17];
   EXPECT_GT(distinct.size(), 60u);  // draws, not one argmax
+}
+
+// Logit bias, presence / frequency penalties on the output and the repetition penalty
+// on the whole history arrive as the host's edits and change the logits as
+// SampleToken's ApplyPenalties does, under every kind of draw (greedy, whole vocabulary,
+// top-k selection, bisection), with logprobs of the edited logits.
+TEST(SamplingKernelTest, LogitBiasAndPenaltiesMatchHostSampler) {
+  ORCA_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  const int32_t vocab = 32000, rows = 48;
+  std::vector<float> logits =
+      testing::RandomFloats(rng, static_cast<size_t>(rows) * vocab, -10.0f, 10.0f);
+  const Knobs knobs[] = {
+      {0.0f, 0, 1.0f, 0.0f}, {1.0f, 0, 1.0f, 0.0f},  {0.8f, 40, 0.9f, 0.0f},
+      {1.0f, 0, 0.9f, 0.0f}, {1.2f, 0, 1.0f, 0.05f}, {0.7f, 3000, 1.0f, 0.0f},
+  };
+  std::vector<ScheduledSequence> seqs = Sequences(knobs, rows, 900);
+  std::uniform_int_distribution<int32_t> token(0, vocab - 1);
+  std::vector<kernels::DeviceSamplingParams> params(rows);
+  std::vector<LogitEdit> edits;
+  for (int32_t r = 0; r < rows; ++r) {
+    ScheduledSequence& s = seqs[r];
+    SamplingParams& p = s.sampling;
+    // A history of 200 tokens drawn from 150 (so some repeat), the first 60 the prompt;
+    // the row's top tokens among them, so that the penalties change the draw.
+    for (int32_t i = 0; i < 200; ++i) s.penalty_history.push_back(token(rng) % 150);
+    for (int32_t i = 0; i < 150; i += 7) logits[r * int64_t{vocab} + i] = 14.0f;
+    s.penalty_prompt_len = 60;
+    switch (r % 4) {
+      case 0:
+        p.repetition_penalty = 1.3f;
+        break;
+      case 1:
+        p.frequency_penalty = 0.7f;
+        p.presence_penalty = 0.4f;
+        break;
+      case 2:
+        p.logit_bias = {{5, 30.0f}, {7, -100.0f}, {31999, 8.0f}, {5, -1.5f}};
+        break;
+      default:
+        p.repetition_penalty = 0.8f;  // below 1 favours repeats
+        p.frequency_penalty = -0.2f;
+        p.logit_bias = {{14, -5.0f}, {140, 3.0f}};
+    }
+    if (r % 3 == 0) p.logprobs = 5;
+    ASSERT_TRUE(SamplesOnBackend(s, kCuda, vocab)) << "row " << r;
+    const SampleRowParams sp = BackendSampleParams(s);
+    params[r] = {sp.temperature,
+                 sp.top_k,
+                 sp.top_p,
+                 sp.min_p,
+                 sp.uniform,
+                 -1,
+                 sp.logprobs,
+                 sp.repetition_penalty,
+                 static_cast<int32_t>(edits.size()),
+                 0};
+    AppendLogitEdits(s, vocab, &edits);
+    params[r].edits_end = static_cast<int32_t>(edits.size());
+  }
+  // A row whose edited token is NaN or +inf: sanitised first, as on the host.
+  logits[2 * int64_t{vocab} + 5] = NAN;
+  logits[6 * int64_t{vocab} + 31999] = INFINITY;
+  std::vector<kernels::DeviceLogitEdit> device_edits;
+  for (const LogitEdit& e : edits) device_edits.push_back({e.token, e.ops, e.bias, e.subtract});
+  const std::vector<int32_t> tokens =
+      SampleAndCompareWithHost(logits, vocab, params, {}, seqs, device_edits);
+  ASSERT_EQ(tokens.size(), static_cast<size_t>(rows));
+  // Without the edits the draws would differ: the penalties and bias bite.
+  std::vector<ScheduledSequence> plain = Sequences(knobs, rows, 900);
+  int32_t changed = 0;
+  for (int32_t r = 0; r < rows; ++r) {
+    std::vector<float> row(logits.begin() + int64_t{r} * vocab,
+                           logits.begin() + int64_t{r + 1} * vocab);
+    changed += SampleToken(absl::MakeSpan(row), plain[r]).token_id != tokens[r];
+  }
+  EXPECT_GT(changed, rows / 4);
 }
 
 }  // namespace

@@ -34,7 +34,21 @@ static_assert(
     offsetof(SampleRowParams, min_p) == offsetof(kernels::DeviceSamplingParams, min_p) &&
     offsetof(SampleRowParams, uniform) == offsetof(kernels::DeviceSamplingParams, uniform) &&
     offsetof(SampleRowParams, mask_row) == offsetof(kernels::DeviceSamplingParams, mask_row) &&
-    offsetof(SampleRowParams, logprobs) == offsetof(kernels::DeviceSamplingParams, logprobs));
+    offsetof(SampleRowParams, logprobs) == offsetof(kernels::DeviceSamplingParams, logprobs) &&
+    offsetof(SampleRowParams, repetition_penalty) ==
+        offsetof(kernels::DeviceSamplingParams, repetition_penalty) &&
+    offsetof(SampleRowParams, edits_begin) ==
+        offsetof(kernels::DeviceSamplingParams, edits_begin) &&
+    offsetof(SampleRowParams, edits_end) == offsetof(kernels::DeviceSamplingParams, edits_end));
+// LogitEdit is uploaded as the kernel's edits.
+static_assert(sizeof(LogitEdit) == sizeof(kernels::DeviceLogitEdit) &&
+              offsetof(LogitEdit, token) == offsetof(kernels::DeviceLogitEdit, token) &&
+              offsetof(LogitEdit, ops) == offsetof(kernels::DeviceLogitEdit, ops) &&
+              offsetof(LogitEdit, bias) == offsetof(kernels::DeviceLogitEdit, bias) &&
+              offsetof(LogitEdit, subtract) == offsetof(kernels::DeviceLogitEdit, subtract) &&
+              LogitEdit::kBias == kernels::kEditBias &&
+              LogitEdit::kSubtract == kernels::kEditSubtract &&
+              LogitEdit::kRepeat == kernels::kEditRepeat);
 // RowLogprobs is what the kernel writes.
 static_assert(sizeof(RowLogprobs) == sizeof(kernels::DeviceRowLogprobs) &&
               kMaxBackendLogprobs == kernels::kMaxDeviceLogprobs &&
@@ -293,14 +307,15 @@ class CudaBackendImpl : public CudaBackend {
   absl::Status Replay(BackendGraph& graph) override;
   int64_t workspace_generation() const override { return workspace_generation_; }
 
-  bool SupportsSampling() const override { return true; }
-  // Any: top-k up to kMaxSampleCandidates by selection, beyond it and top-p / min-p
-  // alone by bisection (kernels/sampling.cuh).
-  int32_t MaxSamplingTopK() const override { return INT32_MAX; }
-  int32_t MaxSamplingLogprobs() const override { return kernels::kMaxDeviceLogprobs; }
+  // Any truncation (top-k up to kMaxSampleCandidates by selection, beyond it and top-p /
+  // min-p alone by bisection), logprobs up to OpenAI's 20, logit bias and penalties
+  // (kernels/sampling.cuh).
+  SamplingCaps Sampling() const override {
+    return SamplingCaps{true, INT32_MAX, kernels::kMaxDeviceLogprobs, true};
+  }
   absl::Status SampleRows(const Tensor& logits, absl::Span<const SampleRowParams> params,
-                          absl::Span<const uint32_t> masks, int32_t* host_tokens,
-                          RowLogprobs* host_logprobs) override;
+                          absl::Span<const uint32_t> masks, absl::Span<const LogitEdit> edits,
+                          int32_t* host_tokens, RowLogprobs* host_logprobs) override;
 
  private:
   // Selects the device and returns the stream for the next launch.
@@ -417,7 +432,8 @@ absl::Status CudaBackendImpl::Replay(BackendGraph& graph) {
 
 absl::Status CudaBackendImpl::SampleRows(const Tensor& logits,
                                          absl::Span<const SampleRowParams> params,
-                                         absl::Span<const uint32_t> masks, int32_t* host_tokens,
+                                         absl::Span<const uint32_t> masks,
+                                         absl::Span<const LogitEdit> edits, int32_t* host_tokens,
                                          RowLogprobs* host_logprobs) {
   const int64_t rows = static_cast<int64_t>(params.size());
   if (rows == 0) return TakeError();
@@ -440,27 +456,37 @@ absl::Status CudaBackendImpl::SampleRows(const Tensor& logits,
                                                      kMaxBackendLogprobs));
     }
     any_logprobs = any_logprobs || p.logprobs >= 0;
+    if (p.edits_begin < 0 || p.edits_begin > p.edits_end ||
+        p.edits_end > static_cast<int64_t>(edits.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("cuda backend SampleRows: edits [",
+                                                     p.edits_begin, ", ", p.edits_end,
+                                                     ") outside the ", edits.size(), " given"));
+    }
   }
   if (any_logprobs && host_logprobs == nullptr) {
     return absl::InvalidArgumentError("cuda backend SampleRows: logprobs asked, nowhere to write");
   }
-  // [params][logprobs][masks][tokens]: the parameters' 8-byte alignment holds for what
-  // follows (RowLogprobs is 4-byte aligned, and so are masks and tokens). The logprobs'
-  // room is there whether asked or not, so the profiling pass sizes the workspace for
-  // them too and serving allocates nothing.
+  // [params][logprobs][edits][masks][tokens]: the parameters' 8-byte alignment holds for
+  // what follows (the rest is 4-byte aligned). The logprobs' room is there whether asked
+  // or not, so the profiling pass sizes the workspace for them too; edits and masks grow
+  // it only for rows that have them.
   const size_t params_bytes = sizeof(SampleRowParams) * static_cast<size_t>(rows);
   const size_t logprob_bytes = sizeof(RowLogprobs) * static_cast<size_t>(rows);
+  const size_t edit_bytes = sizeof(LogitEdit) * edits.size();
   const size_t mask_bytes = sizeof(uint32_t) * masks.size();
-  auto* ws =
-      static_cast<char*>(Workspace(sampling_ws_, params_bytes + logprob_bytes + mask_bytes +
-                                                     sizeof(int32_t) * static_cast<size_t>(rows)));
-  if (ws == nullptr) return TakeError();
-  auto* dev_params = reinterpret_cast<kernels::DeviceSamplingParams*>(ws);
-  auto* dev_logprobs =
-      any_logprobs ? reinterpret_cast<kernels::DeviceRowLogprobs*>(ws + params_bytes) : nullptr;
-  auto* dev_masks =
-      masks.empty() ? nullptr : reinterpret_cast<uint32_t*>(ws + params_bytes + logprob_bytes);
-  auto* dev_tokens = reinterpret_cast<int32_t*>(ws + params_bytes + logprob_bytes + mask_bytes);
+  const size_t token_bytes = sizeof(int32_t) * static_cast<size_t>(rows);
+  char* at = static_cast<char*>(Workspace(
+      sampling_ws_, params_bytes + logprob_bytes + edit_bytes + mask_bytes + token_bytes));
+  if (at == nullptr) return TakeError();
+  auto take = [&at](size_t bytes) { return std::exchange(at, at + bytes); };
+  auto* dev_params = reinterpret_cast<kernels::DeviceSamplingParams*>(take(params_bytes));
+  auto* dev_logprobs = reinterpret_cast<kernels::DeviceRowLogprobs*>(take(logprob_bytes));
+  auto* dev_edits = reinterpret_cast<kernels::DeviceLogitEdit*>(take(edit_bytes));
+  auto* dev_masks = reinterpret_cast<uint32_t*>(take(mask_bytes));
+  auto* dev_tokens = reinterpret_cast<int32_t*>(take(token_bytes));
+  if (!any_logprobs) dev_logprobs = nullptr;
+  if (edits.empty()) dev_edits = nullptr;
+  if (masks.empty()) dev_masks = nullptr;
   cudaStream_t s = BeginOp();
   Record(ORCA_CUDA_STATUS(
       cudaMemcpyAsync(dev_params, params.data(), params_bytes, cudaMemcpyHostToDevice, s)));
@@ -468,8 +494,12 @@ absl::Status CudaBackendImpl::SampleRows(const Tensor& logits,
     Record(ORCA_CUDA_STATUS(
         cudaMemcpyAsync(dev_masks, masks.data(), mask_bytes, cudaMemcpyHostToDevice, s)));
   }
+  if (dev_edits != nullptr) {
+    Record(ORCA_CUDA_STATUS(
+        cudaMemcpyAsync(dev_edits, edits.data(), edit_bytes, cudaMemcpyHostToDevice, s)));
+  }
   Launched(kernels::LaunchSample(logits.f32(), logits.ld(), rows, logits.cols, dev_params,
-                                 dev_masks, dev_tokens, dev_logprobs, s),
+                                 dev_masks, dev_edits, dev_tokens, dev_logprobs, s),
            "LaunchSample");
   Record(ORCA_CUDA_STATUS(
       cudaMemcpyAsync(host_tokens, dev_tokens, sizeof(int32_t) * rows, cudaMemcpyDeviceToHost, s)));
