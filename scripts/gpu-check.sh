@@ -3,8 +3,9 @@
 # GPU it builds orca with CUDA for that GPU (or takes binaries built elsewhere), then
 #   1. runs every `gpu` test for real (ORCA_REQUIRE_GPU=1: a skip is a failure),
 #   2. compares `orca generate` on stories260K, --device cuda against --device cpu,
-#   3. runs orca-bench-kernels (measured peaks, kernels, whole llama-1B BF16 iterations;
-#      then iterations over each KV cache dtype, sampling on the device and the host),
+#   3. runs orca-bench-kernels (measured peaks, kernels, the device sampler against the
+#      host for each kind of request, whole llama-1B BF16 iterations; then iterations
+#      over each KV cache dtype, sampling on the device and the host),
 #   4. serves a random llama-1B BF16 with `orca serve --device cuda` and runs an
 #      `orca bench serve` closed-loop sweep against it (greedy), then at temperature 1
 #      over float32 and float16 KV caches, and with tokens drawn on the host,
@@ -165,7 +166,7 @@ if [ "$device" = cuda ]; then
   step "orca-bench-kernels KV dtypes x sampling" 200 "$out/bench.log" bash -c \
     "'$bench_kernels' --reps $reps --decode-batches 1,16,64,256 --prefill-lens 512,2048 \
      --kv-cache-dtypes float32,float16,bfloat16 --sampling device,host --tokens 1 \
-     --model-dir '$model' >'$out/bench-kv-sampling.json'"
+     --skip-sampling --model-dir '$model' >'$out/bench-kv-sampling.json'"
 fi
 
 # --- 4. orca serve --device cuda + orca bench serve -------------------------------------

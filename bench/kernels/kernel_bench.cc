@@ -5,13 +5,19 @@
 //     time, achieved bandwidth and FLOP/s, and the fraction of the measured peak that
 //     bounds it;
 //   - "iterations": whole ModelRunner iterations (decode at several batch sizes,
-//     prefill at several lengths) on a random llama-1B-shaped BF16 checkpoint.
+//     prefill at several lengths) on a random llama-1B-shaped BF16 checkpoint;
+//   - "sampling": Backend::SampleRows on random logits (rows x vocabulary) for each kind
+//     of request the device sampler takes (greedy, the whole vocabulary, top-k by
+//     selection, top-p / min-p / large top-k by bisection, logprobs, penalties), against
+//     copying the rows to the host and drawing them there on every core, as the runner
+//     did before.
 // Usage: orca-bench-kernels [--device 0] [--model-dir DIR] [--reps 20]
 //                           [--decode-batches 1,8,32,64,128,256] [--context 512]
 //                           [--prefill-lens 128,512,2048] [--tokens 1,16,128,1024]
 //                           [--kv-cache-dtypes float32,float16,bfloat16]
 //                           [--sampling device,host] [--graphs on,off]
-//                           [--skip-iterations]
+//                           [--sampling-rows 1,64,256] [--sampling-vocab 128256]
+//                           [--skip-iterations] [--skip-sampling]
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -32,9 +38,11 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/cuda_status.h"
 #include "engine/common/status_macros.h"
+#include "engine/common/thread_pool.h"
 #include "engine/config/engine_config.h"
 #include "engine/model/random_checkpoint.h"
 #include "engine/runner/model_runner.h"
+#include "engine/runner/sampler.h"
 #include "nlohmann/json.hpp"
 
 namespace orca {
@@ -249,6 +257,104 @@ class KernelBench {
   json rows_ = json::array();
 };
 
+// One kind of request the device sampler takes.
+struct SamplingCase {
+  const char* name;
+  void (*set)(ScheduledSequence& s);
+};
+
+const SamplingCase kSamplingCases[] = {
+    {"greedy", [](ScheduledSequence& s) { s.sampling.temperature = 0.0f; }},
+    {"whole vocabulary", [](ScheduledSequence&) {}},
+    {"top-k 40 + top-p 0.9 (selection)",
+     [](ScheduledSequence& s) {
+       s.sampling.top_k = 40;
+       s.sampling.top_p = 0.9f;
+     }},
+    {"top-p 0.9 (bisection)", [](ScheduledSequence& s) { s.sampling.top_p = 0.9f; }},
+    {"min-p 0.05 (bisection)", [](ScheduledSequence& s) { s.sampling.min_p = 0.05f; }},
+    {"top-k 5000 (bisection)", [](ScheduledSequence& s) { s.sampling.top_k = 5000; }},
+    {"logprobs 5", [](ScheduledSequence& s) { s.sampling.logprobs = 5; }},
+    {"frequency + repetition penalties, 512-token history",
+     [](ScheduledSequence& s) {
+       s.sampling.frequency_penalty = 0.5f;
+       s.sampling.repetition_penalty = 1.1f;
+       for (int32_t i = 0; i < 512; ++i) s.penalty_history.push_back((i * 7919) % 30000);
+       s.penalty_prompt_len = 128;
+     }},
+};
+
+// SampleRows against the host path for each case, rows x vocab random logits (the
+// penalty case edits them in place each repetition; the timing does not depend on it).
+absl::StatusOr<json> RunSampling(CudaBackend& b, int reps, const std::vector<int64_t>& row_counts,
+                                 int32_t vocab) {
+  json out = json::array();
+  ThreadPool pool;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-12.0f, 12.0f);
+  for (int64_t rows : row_counts) {
+    std::vector<float> host(static_cast<size_t>(rows) * vocab);
+    for (float& v : host) v = dist(rng);
+    ORCA_ASSIGN_OR_RETURN(auto buf, b.Allocate(host.size() * sizeof(float)));
+    const Tensor logits{buf->data(), DType::kF32, rows, vocab, 0};
+    for (const SamplingCase& c : kSamplingCases) {
+      std::vector<ScheduledSequence> seqs(static_cast<size_t>(rows));
+      std::vector<SampleRowParams> params;
+      std::vector<LogitEdit> edits;
+      for (int64_t r = 0; r < rows; ++r) {
+        ScheduledSequence& s = seqs[static_cast<size_t>(r)];
+        s.seq_id = static_cast<uint64_t>(r);
+        s.sampling.temperature = 1.0f;
+        s.sampling.seed = static_cast<uint64_t>(r);
+        c.set(s);
+        SampleRowParams p = BackendSampleParams(s);
+        p.edits_begin = static_cast<int32_t>(edits.size());
+        AppendLogitEdits(s, vocab, &edits);
+        p.edits_end = static_cast<int32_t>(edits.size());
+        params.push_back(p);
+      }
+      std::vector<int32_t> ids(static_cast<size_t>(rows));
+      std::vector<RowLogprobs> logprobs(static_cast<size_t>(rows));
+      auto device = [&]() -> absl::Status {
+        ORCA_RETURN_IF_ERROR(b.CopyToDevice(buf->data(), host.data(), host.size() * sizeof(float)));
+        return b.SampleRows(logits, params, {}, edits, ids.data(), logprobs.data());
+      };
+      std::vector<float> copy(host.size());
+      auto on_host = [&]() -> absl::Status {
+        ORCA_RETURN_IF_ERROR(b.CopyToDevice(buf->data(), host.data(), host.size() * sizeof(float)));
+        ORCA_RETURN_IF_ERROR(b.CopyToHost(copy.data(), buf->data(), copy.size() * sizeof(float)));
+        pool.ParallelFor(rows, [&](int64_t r) {
+          ids[static_cast<size_t>(r)] =
+              SampleToken(absl::MakeSpan(copy.data() + r * vocab, static_cast<size_t>(vocab)),
+                          seqs[static_cast<size_t>(r)])
+                  .token_id;
+        });
+        return absl::OkStatus();
+      };
+      auto time = [&](const std::function<absl::Status()>& fn) -> absl::StatusOr<double> {
+        ORCA_RETURN_IF_ERROR(fn());  // warm-up
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < reps; ++i) ORCA_RETURN_IF_ERROR(fn());
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+      };
+      // The logits' upload is in both, and timed alone to be taken off.
+      ORCA_ASSIGN_OR_RETURN(double upload_s, time([&] {
+                              return b.CopyToDevice(buf->data(), host.data(),
+                                                    host.size() * sizeof(float));
+                            }));
+      ORCA_ASSIGN_OR_RETURN(double device_s, time(device));
+      ORCA_ASSIGN_OR_RETURN(double host_s, time(on_host));
+      out.push_back({{"case", c.name},
+                     {"rows", rows},
+                     {"vocab", vocab},
+                     {"device_ms", (device_s - upload_s) * 1e3},
+                     {"host_ms", (host_s - upload_s) * 1e3},
+                     {"host_over_device", (host_s - upload_s) / (device_s - upload_s)}});
+    }
+  }
+  return out;
+}
+
 // Whole iterations through ModelRunner; the KV contents are whatever the pool holds
 // (timing does not depend on them).
 // Each iteration runs as serving runs it (ModelRunner::Execute: forward pass and
@@ -342,7 +448,7 @@ class Args {
       if (size_t eq = a.find('='); eq != std::string::npos) {
         value = a.substr(eq + 1);
         a = a.substr(0, eq);
-      } else if (a == "skip-iterations") {
+      } else if (a == "skip-iterations" || a == "skip-sampling") {
         value = "1";
       } else if (i + 1 < argc) {
         value = argv[++i];
@@ -377,7 +483,10 @@ absl::Status Main(int argc, char** argv) {
           {"kv-cache-dtypes", "float32"},
           {"sampling", "device"},
           {"graphs", "on"},
-          {"skip-iterations", ""}});
+          {"sampling-rows", "1,64,256"},
+          {"sampling-vocab", "128256"},
+          {"skip-iterations", ""},
+          {"skip-sampling", ""}});
   ORCA_RETURN_IF_ERROR(f.Parse(argc, argv));
   ORCA_ASSIGN_OR_RETURN(int64_t device, f.GetInt("device"));
   ORCA_ASSIGN_OR_RETURN(int64_t reps, f.GetInt("reps"));
@@ -385,6 +494,10 @@ absl::Status Main(int argc, char** argv) {
   ORCA_ASSIGN_OR_RETURN(auto batches, ParseList(f.Get("decode-batches")));
   ORCA_ASSIGN_OR_RETURN(auto prefill, ParseList(f.Get("prefill-lens")));
   ORCA_ASSIGN_OR_RETURN(int64_t context, f.GetInt("context"));
+  ORCA_ASSIGN_OR_RETURN(auto sampling_rows, ParseList(f.Get("sampling-rows")));
+  ORCA_ASSIGN_OR_RETURN(int64_t sampling_vocab, f.GetInt("sampling-vocab"));
+  if (sampling_vocab <= 0 || sampling_vocab > INT32_MAX)
+    return absl::InvalidArgumentError("--sampling-vocab must be a positive int32");
   if (reps <= 0 || context <= 0)
     return absl::InvalidArgumentError("--reps and --context must be positive");
   std::vector<DType> kv_dtypes;
@@ -437,6 +550,11 @@ absl::Status Main(int argc, char** argv) {
                                          static_cast<int32_t>(len)));
   }
   doc["kernels"] = kb.rows();
+  if (f.Get("skip-sampling").empty()) {
+    ORCA_ASSIGN_OR_RETURN(doc["sampling"],
+                          RunSampling(*backend, static_cast<int>(reps), sampling_rows,
+                                      static_cast<int32_t>(sampling_vocab)));
+  }
 
   if (f.Get("skip-iterations").empty()) {
     std::string dir = f.Get("model-dir");
