@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
-
-#include "absl/container/flat_hash_map.h"
 
 namespace orca {
 namespace {
@@ -284,43 +283,58 @@ SampleRowParams BackendSampleParams(const ScheduledSequence& seq) {
 
 void AppendLogitEdits(const ScheduledSequence& seq, int32_t vocab, std::vector<LogitEdit>* edits) {
   const SamplingParams& p = seq.sampling;
-  const size_t first = edits->size();
-  absl::flat_hash_map<int32_t, size_t> at;  // token -> its edit's index
-  auto edit = [&](int32_t t) -> LogitEdit& {
-    auto [it, added] = at.try_emplace(t, edits->size());
-    if (added) edits->push_back(LogitEdit{t, 0, 0.0f, 0.0f});
-    return (*edits)[it->second];
-  };
-  for (const auto& [t, bias] : p.logit_bias) {
-    if (t < 0 || t >= vocab) continue;
-    LogitEdit& e = edit(t);
-    e.ops |= LogitEdit::kBias;
-    e.bias += bias;
+  auto valid = [vocab](int32_t t) { return t >= 0 && t < vocab; };
+  // Three lists in token order (reused per thread: this runs for every row each step):
+  // the biases (in the request's order within a token), the output's tokens with their
+  // repeats, the history's distinct tokens.
+  thread_local std::vector<std::pair<int32_t, float>> bias;
+  thread_local std::vector<int32_t> out, seen;
+  bias.clear();
+  out.clear();
+  seen.clear();
+  for (const auto& [t, b] : p.logit_bias) {
+    if (valid(t)) bias.emplace_back(t, b);
   }
+  std::stable_sort(bias.begin(), bias.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
     const size_t start = std::min(seq.penalty_history.size(),
                                   static_cast<size_t>(std::max(0, seq.penalty_prompt_len)));
-    std::vector<int32_t> out(seq.penalty_history.begin() + start, seq.penalty_history.end());
+    std::copy_if(seq.penalty_history.begin() + static_cast<ptrdiff_t>(start),
+                 seq.penalty_history.end(), std::back_inserter(out), valid);
     std::sort(out.begin(), out.end());
-    for (size_t i = 0; i < out.size();) {
-      size_t j = i;
-      while (j < out.size() && out[j] == out[i]) ++j;
-      if (out[i] >= 0 && out[i] < vocab) {
-        LogitEdit& e = edit(out[i]);
-        e.ops |= LogitEdit::kSubtract;
-        e.subtract = p.frequency_penalty * static_cast<float>(j - i) + p.presence_penalty;
-      }
-      i = j;
-    }
   }
   if (p.repetition_penalty != 1.0f && p.repetition_penalty > 0) {
-    for (int32_t t : seq.penalty_history) {
-      if (t >= 0 && t < vocab) edit(t).ops |= LogitEdit::kRepeat;
-    }
+    std::copy_if(seq.penalty_history.begin(), seq.penalty_history.end(), std::back_inserter(seen),
+                 valid);
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
   }
-  // In token order, so that the list does not depend on the hash map.
-  std::sort(edits->begin() + static_cast<ptrdiff_t>(first), edits->end(),
-            [](const LogitEdit& a, const LogitEdit& b) { return a.token < b.token; });
+  // Merged: one edit per token, its kinds together, its biases summed in order.
+  size_t i = 0, j = 0, k = 0;
+  for (;;) {
+    int32_t t = INT32_MAX;
+    if (i < bias.size()) t = std::min(t, bias[i].first);
+    if (j < out.size()) t = std::min(t, out[j]);
+    if (k < seen.size()) t = std::min(t, seen[k]);
+    if (t == INT32_MAX) return;
+    LogitEdit e{t, 0, 0.0f, 0.0f};
+    for (; i < bias.size() && bias[i].first == t; ++i) {
+      e.ops |= LogitEdit::kBias;
+      e.bias += bias[i].second;
+    }
+    if (j < out.size() && out[j] == t) {
+      const size_t from = j;
+      while (j < out.size() && out[j] == t) ++j;
+      e.ops |= LogitEdit::kSubtract;
+      e.subtract = p.frequency_penalty * static_cast<float>(j - from) + p.presence_penalty;
+    }
+    if (k < seen.size() && seen[k] == t) {
+      ++k;
+      e.ops |= LogitEdit::kRepeat;
+    }
+    edits->push_back(e);
+  }
 }
 
 }  // namespace orca

@@ -209,6 +209,49 @@ namespace {
 // Truncated draws (top-k, top-p, min-p and their mixes) pick exactly the token the full
 // sort picks, on a 16k vocabulary whose nuclei hold from one to thousands of tokens (the
 // sampler sorts only a growing prefix, or partitions for min-p).
+// A row's logit bias and penalties as edits (what the CUDA backend applies, and
+// SampleToken too): one per token, in token order, the kinds together, biases summed,
+// ids outside the vocabulary dropped; rows appended one after another stay apart.
+TEST(SamplerTest, LogitEditsAreOnePerTokenAndRowsStayApart) {
+  ScheduledSequence a;
+  a.sampling.logit_bias = {{9, 1.0f}, {3, 2.0f}, {9, 0.5f}, {100, 7.0f}, {-2, 1.0f}};
+  a.sampling.frequency_penalty = 0.5f;
+  a.sampling.presence_penalty = 0.25f;
+  a.sampling.repetition_penalty = 1.2f;
+  a.penalty_history = {3, 9, 9, 4, -1, 100};
+  a.penalty_prompt_len = 1;  // 3 is the prompt: no presence or frequency penalty
+  ScheduledSequence b;
+  b.sampling.logit_bias = {{9, -1.0f}};
+  std::vector<LogitEdit> edits;
+  AppendLogitEdits(a, 100, &edits);
+  AppendLogitEdits(b, 100, &edits);
+  ASSERT_EQ(edits.size(), 4u);
+  auto expect = [&](size_t i, int32_t token, uint32_t ops, float bias, float subtract) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(edits[i].token, token);
+    EXPECT_EQ(edits[i].ops, ops);
+    EXPECT_EQ(edits[i].bias, bias);
+    EXPECT_EQ(edits[i].subtract, subtract);
+  };
+  expect(0, 3, LogitEdit::kBias | LogitEdit::kRepeat, 2.0f, 0.0f);
+  expect(1, 4, LogitEdit::kSubtract | LogitEdit::kRepeat, 0.0f, 0.75f);
+  expect(2, 9, LogitEdit::kBias | LogitEdit::kSubtract | LogitEdit::kRepeat, 1.5f, 1.25f);
+  expect(3, 9, LogitEdit::kBias, -1.0f, 0.0f);  // b's, not merged into a's
+  // SampleToken applies exactly these: bias, then subtract, then the repetition rule.
+  std::vector<float> logits(100, 0.0f);
+  logits[3] = -1.0f;
+  logits[4] = 2.0f;
+  logits[9] = 0.5f;
+  a.sampling.temperature = 0.0f;
+  a.sampling.logprobs = 0;
+  std::vector<float> row = logits;
+  SampleToken(absl::MakeSpan(row), a);
+  EXPECT_FLOAT_EQ(row[3], (-1.0f + 2.0f) / 1.2f);
+  EXPECT_FLOAT_EQ(row[4], (2.0f - 0.75f) / 1.2f);
+  EXPECT_FLOAT_EQ(row[9], (0.5f + 1.5f - 1.25f) / 1.2f);
+  EXPECT_EQ(row[5], 0.0f);
+}
+
 TEST(SamplerTest, TruncatedDrawsEqualTheFullSortReference) {
   std::mt19937 rng(5);
   const int32_t vocab = 16000;
