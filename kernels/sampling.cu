@@ -71,6 +71,24 @@ __device__ void RowBest(const float* __restrict__ x, const uint32_t* __restrict_
   BlockBest(bv, bi, sv, si);
 }
 
+// The best token after (prev_v, prev_i) in candidate order (repeated selection: call it
+// with +inf, -1 first), to every thread; bi is INT_MAX when none is left.
+__device__ void NextBest(const float* __restrict__ x, const uint32_t* __restrict__ mask, int32_t n,
+                         float prev_v, int32_t prev_i, float* sv, int32_t* si, float& bv,
+                         int32_t& bi) {
+  bv = -INFINITY;
+  bi = INT_MAX;
+  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = Logit(x, mask, i);
+    const bool below_prev = v < prev_v || (v == prev_v && i > prev_i);
+    if (below_prev && Before(v, i, bv, bi)) {
+      bv = v;
+      bi = i;
+    }
+  }
+  BlockBest(bv, bi, sv, si);
+}
+
 // The row's best logit and token to every thread (RowBest); false, with the host's
 // choice written to *token, when no token can be drawn (every one banned or NaN: its
 // argmax).
@@ -354,17 +372,9 @@ __device__ void WriteLogprobs(const float* __restrict__ x, const uint32_t* __res
   float prev_v = INFINITY;
   int32_t prev_i = -1;
   for (int32_t k = 0; k < top_n; ++k) {
-    float bv = -INFINITY;
-    int32_t bi = INT_MAX;
-    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const float v = Logit(x, mask, i);
-      const bool below_prev = v < prev_v || (v == prev_v && i > prev_i);
-      if (below_prev && Before(v, i, bv, bi)) {
-        bv = v;
-        bi = i;
-      }
-    }
-    BlockBest(bv, bi, sv, si);
+    float bv;
+    int32_t bi;
+    NextBest(x, mask, n, prev_v, prev_i, sv, si, bv, bi);
     if (threadIdx.x == 0) {
       out->top_ids[k] = bi;
       out->top_logprobs[k] = logprob(bv);
@@ -407,17 +417,9 @@ __device__ void DrawRow(const float* __restrict__ x, const uint32_t* __restrict_
   int32_t prev_i = -1;
   int32_t found = 0;
   for (; found < k; ++found) {
-    float bv = -INFINITY;
-    int32_t bi = INT_MAX;
-    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const float v = Logit(x, mask, i);
-      const bool below_prev = v < prev_v || (v == prev_v && i > prev_i);
-      if (below_prev && Before(v, i, bv, bi)) {
-        bv = v;
-        bi = i;
-      }
-    }
-    BlockBest(bv, bi, sv, si);
+    float bv;
+    int32_t bi;
+    NextBest(x, mask, n, prev_v, prev_i, sv, si, bv, bi);
     if (bi == INT_MAX) break;  // the rest are NaN
     if (threadIdx.x == 0) {
       cand_val[found] = bv;
