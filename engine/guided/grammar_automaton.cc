@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/common/status_macros.h"
 #include "engine/guided/gbnf.h"
@@ -377,7 +378,9 @@ absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> GrammarAutomaton::Compil
 }
 
 GrammarAutomaton::Config GrammarAutomaton::Close(Config work) const {
-  std::set<Stack, ShallowTopFirst> seen;
+  // Stacks met, hashed (an ordered set compared deep stacks element by element: the
+  // bulk of a step of an ambiguous grammar).
+  absl::flat_hash_set<Stack> seen;
   Config out;
   size_t done = 0;
   while (!work.empty() && done <= kMaxCloseWork) {
@@ -412,10 +415,38 @@ GrammarAutomaton::Config GrammarAutomaton::Close(Config work) const {
       work.push_back(std::move(next));
     }
   }
-  // One order per set, so equal configurations intern as one state; shallowest first,
-  // so what is cut off is the deepest nesting.
-  std::sort(out.begin(), out.end(), ShallowTopFirst());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  // One order per set, so equal configurations intern as one state: shallowest first,
+  // so what is cut off is the deepest nesting, then by a fingerprint of the whole stack
+  // (stacks of an ambiguous grammar share long tops, and comparing them element by
+  // element was the bulk of a step), the stacks themselves breaking ties. The stacks are
+  // distinct (`seen`). Only the kMaxStacks first can be kept, so those are selected
+  // before they are sorted.
+  struct Keyed {
+    size_t size;
+    uint64_t fingerprint;
+    size_t index;
+  };
+  std::vector<Keyed> keys;
+  keys.reserve(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint64_t f = 14695981039346656037ull;  // FNV-1a over the positions
+    for (int32_t v : out[i]) f = (f ^ static_cast<uint32_t>(v)) * 1099511628211ull;
+    keys.push_back(Keyed{out[i].size(), f, i});
+  }
+  auto before = [&out](const Keyed& a, const Keyed& b) {
+    if (a.size != b.size) return a.size < b.size;
+    if (a.fingerprint != b.fingerprint) return a.fingerprint < b.fingerprint;
+    return ShallowTopFirst()(out[a.index], out[b.index]);
+  };
+  if (keys.size() > kMaxStacks) {
+    std::nth_element(keys.begin(), keys.begin() + kMaxStacks, keys.end(), before);
+    keys.resize(kMaxStacks);
+  }
+  std::sort(keys.begin(), keys.end(), before);
+  Config ordered;
+  ordered.reserve(keys.size());
+  for (const Keyed& k : keys) ordered.push_back(std::move(out[k.index]));
+  out = std::move(ordered);
   size_t kept = 0, positions = 0;
   while (kept < out.size() && kept < kMaxStacks && positions + out[kept].size() <= kMaxPositions) {
     positions += out[kept++].size();
@@ -462,6 +493,9 @@ int32_t GrammarAutomaton::Intern(Config stacks) const {
   for (const Stack& s : stacks) {
     state->accepting |= s.empty();
     state->has_next |= !s.empty();
+    if (s.empty()) continue;
+    const ByteSet& set = sets_[static_cast<size_t>(program_[static_cast<size_t>(s.back())].set)];
+    for (size_t w = 0; w < set.size(); ++w) state->first[w] |= set[w];
   }
   state->stacks = std::move(stacks);
   const auto id = static_cast<int32_t>(states_.size());
@@ -484,6 +518,7 @@ int32_t GrammarAutomaton::Next(int32_t state, uint8_t byte) const {
     absl::MutexLock lock(&mu_);
     if (state < 0 || static_cast<size_t>(state) >= states_.size()) return kDead;
     const State& s = *states_[static_cast<size_t>(state)];
+    if (!Has(s.first, byte)) return kDead;
     if (auto it = s.next.find(byte); it != s.next.end()) return it->second;
   }
   Config to = Step(ConfigOf(state), byte);  // (outside the lock)

@@ -91,6 +91,7 @@ class GrammarAutomaton final : public ByteAutomaton {
   struct State {
     Config stacks;
     bool accepting = false, has_next = false;
+    ByteSet first{};  // the bytes some stack's top takes: any other byte is dead at once
     absl::flat_hash_map<uint8_t, int32_t> next;  // Next's memo
   };
 
