@@ -286,7 +286,7 @@ test('SIGTERM to a whole group under streaming load: every stream completes, not
 
 test('a drain deadline shorter than the streams ends them with a retriable error, not a cut', async (t) => {
   if (skipOrFail(t)) return;
-  const shutdownS = 2;  // 1.5 s of drain (the rest is kept for closing)
+  const shutdownS = 1;  // 0.5 s of drain (the rest is kept for closing)
   // One sequence an iteration: the six 480-token streams take far longer than the drain.
   const group = await startGroup(t, { shutdownS, maxBatchSize: 1 });
   try {
