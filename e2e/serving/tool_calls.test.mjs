@@ -170,7 +170,7 @@ test('a round trip: call, tool result, answer — the history rendered as Jinja2
   assert.deepEqual(ours.tokens, reference.tokens);
 });
 
-test('tool_choice "auto": the Mistral parser turns the model\'s [TOOL_CALLS] text into calls, streamed or not', async (t) => {
+test('tool_choice "auto": the Mistral parser turns the model\'s [TOOL_CALLS] text into calls, their arguments streamed as written', async (t) => {
   if (skipOrFail(t)) return;
   // The guide makes stories260K write some prose, then two calls in the template's format.
   const guided_regex = 'Sure[a-z ]{0,12}\\.\\[TOOL_CALLS\\]\\[\\{"name": "get_weather", "arguments": \\{"city": "[a-z]{1,8}", "unit": "celsius"\\}\\}, \\{"name": "add", "arguments": \\{"a": [1-9], "b": [0-9]\\}\\}\\]';
@@ -184,9 +184,19 @@ test('tool_choice "auto": the Mistral parser turns the model\'s [TOOL_CALLS] tex
 
   const stream = client.chat.completions.stream({ ...body });
   let content = '';
+  const argumentDeltas = [0, 0];
+  let firstCallDone = -1;
   stream.on('content.delta', (e) => { content += e.delta; });
+  stream.on('tool_calls.function.arguments.delta', (e) => {
+    argumentDeltas[e.index]++;
+    if (e.index === 1 && firstCallDone < 0) firstCallDone = argumentDeltas[0];
+  });
   const final = await stream.finalChatCompletion();
   assert.equal(content, c.message.content, 'streamed content stops where the calls begin');
+  // Each call's arguments stream as they are written, as OpenAI sends them (not one
+  // delta per call once its JSON is complete).
+  assert.ok(argumentDeltas[0] > 3 && argumentDeltas[1] > 3, `argument deltas per call: ${argumentDeltas}`);
+  assert.equal(firstCallDone, argumentDeltas[0], 'the second call starts after the first is complete');
   assert.equal(final.choices[0].finish_reason, 'tool_calls');
   assert.deepEqual(final.choices[0].message.tool_calls.map((x) => [x.function.name, x.function.arguments]),
                    c.message.tool_calls.map((x) => [x.function.name, x.function.arguments]));

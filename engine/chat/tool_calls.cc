@@ -1,5 +1,7 @@
 #include "engine/chat/tool_calls.h"
 
+#include <algorithm>
+#include <functional>
 #include <random>
 #include <utility>
 
@@ -84,27 +86,46 @@ std::vector<std::pair<std::string, std::string>> CallsFromText(std::string_view 
 
 // Hermes / Qwen: <tool_call>{json}</tool_call>, content around.
 class HermesParser : public ToolCallParser {
+  static constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
+  bool in_call_ = false;   // pos_ is at a `<tool_call>` whose body is being read
+  size_t skip_to_ = npos;  // the body's call is out: the rest up to `</tool_call>` is
+                           // dropped, from here
+
   void Scan(bool final) override {
-    static constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
     while (pos_ < buffer_.size()) {
-      const size_t open = ContentUntil(kOpen, final);
-      if (open == npos) return;
-      const size_t body = open + kOpen.size();
-      const size_t close = buffer_.find(kClose, body);
+      if (!in_call_) {
+        if (ContentUntil(kOpen, final) == npos) return;
+        in_call_ = true;
+      }
+      const size_t open = pos_, body = open + kOpen.size();
+      if (skip_to_ == npos) {
+        const size_t p = SkipBlanks(buffer_, body);
+        if (p < buffer_.size() && buffer_[p] == '{') {
+          size_t end = 0;
+          const Read read = StreamCall(p, final, &end);
+          if (read == Read::kWait) return;
+          if (read != Read::kNotStreamed) skip_to_ = end;
+        }
+      }
+      const size_t close = buffer_.find(kClose, skip_to_ == npos ? body : skip_to_);
       if (close == npos && !final) return;
-      const size_t body_end = close == npos ? buffer_.size() : close;
       const size_t end = close == npos ? buffer_.size() : close + kClose.size();
-      if (!EmitCalls(std::string_view(buffer_).substr(body, body_end - body))) {
-        EmitContent(std::string_view(buffer_).substr(open, end - open));
+      if (skip_to_ == npos) {  // read whole
+        const size_t body_end = close == npos ? buffer_.size() : close;
+        if (!EmitCalls(std::string_view(buffer_).substr(body, body_end - body))) {
+          EmitContent(std::string_view(buffer_).substr(open, end - open));
+        }
       }
       pos_ = end;
+      in_call_ = false;
+      skip_to_ = npos;
     }
   }
 };
 
 // Llama 3.x JSON: the output is [<|python_tag|>]{call}[; {call}...] or plain content.
 class Llama3JsonParser : public ToolCallParser {
-  enum class Mode { kUnknown, kContent, kCalls };
+  enum class Mode { kUnknown, kContent, kCalls, kEnded };
   Mode mode_ = Mode::kUnknown;
 
   void Scan(bool final) override {
@@ -129,12 +150,22 @@ class Llama3JsonParser : public ToolCallParser {
       pos_ = buffer_.size();
       return;
     }
-    while (true) {
+    while (mode_ == Mode::kCalls) {
       size_t p = pos_;
       while (p < buffer_.size() && (IsBlank(buffer_[p]) || buffer_[p] == ';')) ++p;
       if (p == buffer_.size()) {
         if (final) pos_ = p;
         return;
+      }
+      if (buffer_[p] == '{') {
+        size_t end = 0;
+        const Read read = StreamCall(p, final, &end);
+        if (read == Read::kWait) return;
+        if (read == Read::kBroke) mode_ = Mode::kEnded;
+        if (read != Read::kNotStreamed) {
+          pos_ = end;
+          continue;
+        }
       }
       const size_t end = JsonContainerEnd(buffer_, p);
       if (end == npos) {
@@ -148,6 +179,7 @@ class Llama3JsonParser : public ToolCallParser {
       }
       pos_ = end;
     }
+    pos_ = buffer_.size();  // kEnded: a call broke off; the rest is dropped
   }
 };
 
@@ -156,18 +188,21 @@ class Llama3JsonParser : public ToolCallParser {
 // after it, so a later marker may still start calls.
 class MistralParser : public ToolCallParser {
   static constexpr std::string_view kMarker = "[TOOL_CALLS]", kArgs = "[ARGS]";
-  bool in_calls_ = false;
+  bool in_calls_ = false;  // pos_ is past a marker
+  bool in_list_ = false;   // inside a list whose first call streamed
+  bool ended_ = false;     // a call broke off: the rest is dropped
 
   void Scan(bool final) override {
-    while (pos_ < buffer_.size()) {
+    while (pos_ < buffer_.size() && !ended_) {
       if (!in_calls_) {
         if (ContentUntil(kMarker, final) == npos) return;
         pos_ += kMarker.size();
         in_calls_ = true;
       }
-      if (!ScanCalls(final)) return;
-      in_calls_ = false;
+      if (!(in_list_ ? ScanList(final) : ScanCalls(final))) return;
+      in_calls_ = in_list_ = false;
     }
+    if (ended_) pos_ = buffer_.size();
   }
 
   // Reads the calls after a marker (pos_ just past it). Returns false to wait for more
@@ -184,8 +219,20 @@ class MistralParser : public ToolCallParser {
     const size_t p = SkipBlanks(text, pos_);
     if (p == text.size()) return false;  // a marker at the very end says nothing
     size_t json_at = p;
-    std::string name;
-    if (text[p] != '[' && text[p] != '{') {  // v11: name[ARGS]{...}
+    if (text[p] == '[') {  // v3: a list, whose first call may stream
+      const size_t first = SkipBlanks(text, p + 1);
+      if (first < text.size() && text[first] == '{') {
+        size_t end = 0;
+        const Read read = StreamCall(first, final, &end);
+        if (read == Read::kWait) return false;
+        if (read != Read::kNotStreamed) {
+          pos_ = end;
+          ended_ = read == Read::kBroke;
+          in_list_ = !ended_;
+          return !in_list_ || ScanList(final);
+        }
+      }
+    } else if (text[p] != '{') {  // v11: name[ARGS]{...}
       size_t q = p;
       while (q < text.size() &&
              (absl::ascii_isalnum(text[q]) || text[q] == '_' || text[q] == '-' || text[q] == '.')) {
@@ -196,27 +243,59 @@ class MistralParser : public ToolCallParser {
         return final ? not_a_call(text.size()) : false;  // the name or [ARGS] still coming
       }
       if (q == p || !StartsWith(after, kArgs)) return not_a_call(q);
-      name = buffer_.substr(p, q - p);
       json_at = SkipBlanks(text, q + kArgs.size());
       if (json_at == text.size()) return final ? not_a_call(text.size()) : false;
       if (text[json_at] != '{') return not_a_call(json_at);
+      size_t end = 0;
+      const Read read = StreamArguments(buffer_.substr(p, q - p), json_at, final, &end);
+      if (read == Read::kWait) return false;
+      pos_ = end;
+      ended_ = read == Read::kBroke;
+      return true;
     }
+    // Read whole: a list whose first item does not stream, or a bare call object.
     const size_t end = JsonContainerEnd(text, json_at);
     if (end == npos) return final ? not_a_call(text.size()) : false;
-    const std::string_view json = text.substr(json_at, end - json_at);
-    bool ok = false;
-    if (name.empty()) {
-      ok = EmitCalls(json);
-    } else if (!JsonNestsDeeperThan(json, kMaxToolJsonDepth)) {
-      const ojson args = ojson::parse(json.begin(), json.end(), nullptr, false);
-      if (args.is_object()) {
-        EmitCall(std::move(name), args.dump());
-        ok = true;
-      }
-    }
-    if (!ok) return not_a_call(end);
+    if (!EmitCalls(text.substr(json_at, end - json_at))) return not_a_call(end);
     pos_ = end;
     return true;
+  }
+
+  // Reads the rest of a list whose first call streamed (pos_ past the last call): more
+  // calls, then `]`. Anything else ends the list and is content, from there on.
+  bool ScanList(bool final) {
+    while (true) {
+      size_t p = pos_;
+      while (p < buffer_.size() && (IsBlank(buffer_[p]) || buffer_[p] == ',')) ++p;
+      if (p == buffer_.size()) {
+        if (!final) return false;
+        pos_ = p;
+        return true;
+      }
+      if (buffer_[p] == ']') {
+        pos_ = p + 1;
+        return true;
+      }
+      if (buffer_[p] == '{') {
+        size_t end = 0;
+        const Read read = StreamCall(p, final, &end);
+        if (read == Read::kWait) return false;
+        if (read != Read::kNotStreamed) {
+          pos_ = end;
+          ended_ = read == Read::kBroke;
+          if (ended_) return true;
+          continue;
+        }
+        const size_t item_end = JsonContainerEnd(buffer_, p);
+        if (item_end == npos && !final) return false;
+        if (item_end != npos && EmitCalls(std::string_view(buffer_).substr(p, item_end - p))) {
+          pos_ = item_end;
+          continue;
+        }
+      }
+      pos_ = p;
+      return true;
+    }
   }
 };
 
@@ -258,13 +337,22 @@ class ForcedListParser : public ToolCallParser {
       opened_ = true;
       pos_ = p + 1;
     }
-    while (true) {
+    while (!closed_) {
       p = pos_;
       while (p < buffer_.size() && (IsBlank(buffer_[p]) || buffer_[p] == ',')) ++p;
       if (p < buffer_.size() && buffer_[p] == ']') {
         closed_ = true;
-        pos_ = buffer_.size();
-        return;
+        break;
+      }
+      if (p < buffer_.size() && buffer_[p] == '{') {
+        size_t end = 0;
+        const Read read = StreamCall(p, final, &end);
+        if (read == Read::kWait) return;
+        closed_ = read == Read::kBroke;  // cut short by max_tokens: nothing follows
+        if (read != Read::kNotStreamed) {
+          pos_ = end;
+          continue;
+        }
       }
       const size_t end = p == buffer_.size() ? npos : JsonContainerEnd(buffer_, p);
       if (end == npos) {
@@ -277,11 +365,12 @@ class ForcedListParser : public ToolCallParser {
       }
       pos_ = end;
     }
+    pos_ = buffer_.size();
   }
 
-  // The output ended inside the list (max_tokens): with nothing returned yet the text is
-  // content, else the unfinished rest is dropped (it is the guide's syntax, not prose;
-  // finish_reason says "length").
+  // The output ended inside the list (max_tokens) where no call had begun: with nothing
+  // returned yet the text is content, else the unfinished rest is dropped (it is the
+  // guide's syntax, not prose; finish_reason says "length").
   void CutShort() {
     if (calls().empty() && !gave_content_) EmitContent(buffer_);
     pos_ = buffer_.size();
@@ -426,6 +515,146 @@ void ToolCallParser::EmitArguments(std::string_view more) {
     pending_.calls.push_back(ToolCallDelta{index, "", "", ""});
   }
   pending_.calls.back().arguments.append(more);
+}
+
+namespace {
+
+enum class Header { kPrefix, kOther, kMatch };
+
+// Reads the JSON string token at v[*p] into *out, *p past it.
+Header ReadString(std::string_view v, size_t* p, std::string* out) {
+  if (v[*p] != '"') return Header::kOther;
+  size_t q = *p + 1;
+  for (bool escaped = false; q < v.size(); ++q) {
+    if (escaped) {
+      escaped = false;
+    } else if (v[q] == '\\') {
+      escaped = true;
+    } else if (v[q] == '"') {
+      break;
+    }
+  }
+  if (q == v.size()) return Header::kPrefix;
+  const ojson s = ojson::parse(v.substr(*p, q + 1 - *p), nullptr, false);
+  if (!s.is_string()) return Header::kOther;
+  *out = s.get<std::string>();
+  *p = q + 1;
+  return Header::kMatch;
+}
+
+// Whether s[at..] begins `{"name": "<name>", "arguments" | "parameters": {` (blanks
+// between the tokens allowed); *args_at is where the arguments' '{' is. kPrefix while
+// the text may still become one. Headers are short: one longer than 1,024 bytes is not
+// one (so re-reading a header as it grows stays cheap).
+Header ReadCallHeader(std::string_view s, size_t at, std::string* name, size_t* args_at) {
+  constexpr size_t kMaxHeader = 1024;
+  const std::string_view v = s.substr(0, std::min(s.size(), at + kMaxHeader));
+  const Header ran_out = v.size() < s.size() ? Header::kOther : Header::kPrefix;
+  size_t p = at + 1;  // past the '{'
+  // Each step reads one token after blanks.
+  auto token = [&](auto&& read) {
+    p = SkipBlanks(v, p);
+    return p == v.size() ? ran_out : read();
+  };
+  auto byte = [&](char c) {
+    return token([&] {
+      if (v[p] != c) return Header::kOther;
+      ++p;
+      return Header::kMatch;
+    });
+  };
+  auto key = [&](auto&& wanted) {
+    return token([&] {
+      std::string k;
+      const Header h = ReadString(v, &p, &k);
+      if (h == Header::kPrefix) return ran_out;
+      return h == Header::kMatch && wanted(k) ? Header::kMatch : Header::kOther;
+    });
+  };
+  const std::function<Header()> steps[] = {
+      [&] { return key([](const std::string& k) { return k == "name"; }); },
+      [&] { return byte(':'); },
+      [&] {
+        return key([&](const std::string& k) {
+          *name = k;
+          return !k.empty();
+        });
+      },
+      [&] { return byte(','); },
+      [&] {
+        return key([](const std::string& k) { return k == "arguments" || k == "parameters"; });
+      },
+      [&] { return byte(':'); },
+      [&] {
+        *args_at = SkipBlanks(v, p);
+        return byte('{');
+      },
+  };
+  for (const auto& step : steps) {
+    const Header h = step();
+    if (h != Header::kMatch) return h;
+  }
+  return Header::kMatch;
+}
+
+}  // namespace
+
+ToolCallParser::Read ToolCallParser::StreamCall(size_t at, bool final, size_t* end) {
+  if (!streaming_ || streaming_->at != at) {
+    std::string name;
+    size_t args_at = 0;
+    switch (ReadCallHeader(buffer_, at, &name, &args_at)) {
+      case Header::kPrefix:
+        if (!final) return Read::kWait;
+        [[fallthrough]];
+      case Header::kOther:
+        return Read::kNotStreamed;
+      case Header::kMatch:
+        break;
+    }
+    EmitCall(std::move(name), "");
+    streaming_.emplace(
+        Streaming{.at = at, .next = args_at, .whole_object = true, .in_rest = false});
+  }
+  return ContinueStream(final, end);
+}
+
+ToolCallParser::Read ToolCallParser::StreamArguments(std::string name, size_t at, bool final,
+                                                     size_t* end) {
+  if (!streaming_ || streaming_->at != at) {
+    EmitCall(std::move(name), "");
+    streaming_.emplace(Streaming{.at = at, .next = at, .whole_object = false, .in_rest = false});
+  }
+  return ContinueStream(final, end);
+}
+
+ToolCallParser::Read ToolCallParser::ContinueStream(bool final, size_t* end) {
+  Streaming& s = *streaming_;
+  auto finish = [&](Read read, size_t at) {
+    if (read == Read::kBroke) calls_.back().complete = false;
+    *end = at;
+    streaming_.reset();
+    return read;
+  };
+  if (!s.in_rest) {
+    std::string out;
+    while (s.next < buffer_.size() && !s.arguments.done()) {
+      const JsonStreamChecker::Byte b = s.arguments.Push(buffer_[s.next]);
+      if (b == JsonStreamChecker::Byte::kBad) break;
+      if (b == JsonStreamChecker::Byte::kSignificant) out += buffer_[s.next];
+      ++s.next;
+    }
+    EmitArguments(out);
+    if (s.arguments.broken()) return finish(Read::kBroke, s.next);
+    if (!s.arguments.done()) return final ? finish(Read::kBroke, s.next) : Read::kWait;
+    if (!s.whole_object) return finish(Read::kDone, s.next);
+    s.in_rest = true;
+  }
+  // The call object's '}'. Anything else there (more members) is not read: the call
+  // ends before it, and the format's parser takes it as what follows a call.
+  const size_t p = SkipBlanks(buffer_, s.next);
+  if (p == buffer_.size()) return final ? finish(Read::kDone, p) : Read::kWait;
+  return finish(Read::kDone, buffer_[p] == '}' ? p + 1 : p);
 }
 
 std::unique_ptr<ToolCallParser> MakeToolCallParser(ToolCallFormat format) {

@@ -17,21 +17,35 @@
 //                      (ToolListSchema builds the JSON schema that forces it).
 //
 // Streaming contract: Feed() returns only what is certain — content up to a possible
-// start of a tool call is held back, and a tool call is returned once its JSON is
-// complete (ForcedNamedParser streams the arguments as they come). Concatenating the
-// deltas of every Feed() and Finish() gives content() and calls(), the same as feeding
-// the whole text at once. Text that looks like a call but does not parse is content.
+// start of a tool call is held back. A call object whose first members are its name and
+// its arguments object (`{"name": "f", "arguments": {` — what every format's models
+// write) is a call from there on: its id and name go out at once and its arguments as
+// they are written, as OpenAI streams them — checked byte by byte (json_stream.h), blanks
+// between tokens dropped, so they are always a prefix of a JSON object, and the whole
+// object once it closes. A call that breaks off (a byte no JSON text could follow, or
+// the output ending inside it: max_tokens) keeps the prefix it had and is marked
+// incomplete; what follows it up to the end of its call markup (`</tool_call>`), or the
+// rest of the output in the list formats, is dropped. Any other call text (keys in
+// another order, arguments as a string) is returned once its JSON is complete, and is
+// content if it is not a call. Concatenating the deltas of every Feed() and
+// Finish() gives content() and calls(), the same as feeding the whole text at once.
 // A parser is used by one thread.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat/json_stream.h"
+
 namespace orca {
+
+// The deepest JSON text the parsers and the history's tool-call arguments accept.
+inline constexpr int kMaxToolJsonDepth = 64;
 
 enum class ToolCallFormat { kNone, kHermes, kLlama3Json, kMistral };
 
@@ -46,6 +60,8 @@ struct ToolCall {
   std::string id;
   std::string name;
   std::string arguments;
+  // False when the call broke off: `arguments` is then a prefix of a JSON object.
+  bool complete = true;
 };
 
 // Part of a tool call, as a stream chunk's `delta.tool_calls[]` carries it: the first
@@ -85,6 +101,20 @@ class ToolCallParser {
   // A new call; `arguments` may be completed later with EmitArguments.
   void EmitCall(std::string name, std::string arguments);
   void EmitArguments(std::string_view more);
+  // How reading a streamed call went.
+  enum class Read {
+    kWait,         // more text is needed: call again with the same position
+    kNotStreamed,  // not a name and an arguments object: nothing was returned
+    kDone,         // the call is out, *end past its object (or, when more members
+                   // follow the arguments, at them: they are not read)
+    kBroke,        // the call is out, cut short: *end is where it broke
+  };
+  // Reads the call object {"name": "..", "arguments" | "parameters": {..}, ..} that starts
+  // at buffer_[at] ('{'), emitting the call as soon as its arguments object opens and its
+  // arguments as they come.
+  Read StreamCall(size_t at, bool final, size_t* end);
+  // The same for the arguments object of `name` starting at buffer_[at] ('{').
+  Read StreamArguments(std::string name, size_t at, bool final, size_t* end);
   // Returns content up to the next `marker` and where the marker starts (pos_ there);
   // npos when none has come yet: content up to what may be its start is returned, the
   // rest held back (all of it when `final`).
@@ -97,8 +127,19 @@ class ToolCallParser {
   size_t pos_ = 0;      // buffer_[0, pos_) is consumed
 
  private:
+  // The call being streamed.
+  struct Streaming {
+    size_t at;          // where its object (or arguments object) starts
+    size_t next;        // the next byte to read
+    bool whole_object;  // at is the call object's '{', not the arguments'
+    bool in_rest;       // the arguments are done; the object's '}' is next
+    JsonStreamChecker arguments{kMaxToolJsonDepth};
+  };
+  Read ContinueStream(bool final, size_t* end);
+
   std::string content_;
   std::vector<ToolCall> calls_;
+  std::optional<Streaming> streaming_;
   ParsedDelta pending_;      // returned by the running Feed / Finish
   std::string held_blanks_;  // blanks ending the content so far, not yet returned
   bool short_ids_ = false;
@@ -124,8 +165,5 @@ size_t JsonContainerEnd(std::string_view s, size_t pos);
 // Whether JSON text `s` nests arrays and objects more than `depth` levels (checked
 // before parsing text from outside, whose parse and destruction recurse per level).
 bool JsonNestsDeeperThan(std::string_view s, int depth);
-
-// The deepest JSON text the parsers and the history's tool-call arguments accept.
-inline constexpr int kMaxToolJsonDepth = 64;
 
 }  // namespace orca

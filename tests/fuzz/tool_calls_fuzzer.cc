@@ -6,7 +6,9 @@
 // invisible — the text fed whole and fed in chunks give the same content and calls, and
 // the deltas of each add up to the parser's accumulated view; every call has a name and
 // an id, and (but for the forced named parser, whose arguments are the raw output) its
-// arguments parse as a JSON object.
+// arguments parse as a JSON object — or, for a call that broke off, are a prefix of one.
+// Besides, the JSON checker that streamed arguments go through (json_stream.h) agrees
+// with nlohmann::json::accept on the text from its first '{' or '[' (to a NUL byte).
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat/json_stream.h"
 #include "engine/chat/tool_calls.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -66,6 +69,45 @@ Seen Run(orca::ToolCallParser& p, const std::vector<std::string>& chunks) {
   return seen;
 }
 
+// Whether every byte of `s` is read by a checker that is not done at the end.
+bool IsJsonPrefix(const std::string& s) {
+  orca::JsonStreamChecker checker(orca::kMaxToolJsonDepth);
+  for (char c : s) {
+    if (checker.Push(c) == orca::JsonStreamChecker::Byte::kBad) return false;
+  }
+  return !checker.done();
+}
+
+// The checker reads the text from its first bracket whole, ending with a value (blanks
+// after it), exactly when nlohmann accepts that text; the value's significant bytes
+// parse to the same value.
+void CheckJsonStream(const std::string& text) {
+  const size_t at = text.find_first_of("{[");
+  if (at == std::string::npos) return;
+  // nlohmann reads a NUL byte as the end of its input (a NUL in a string is refused by
+  // both): the text is compared up to one.
+  const std::string json = text.substr(at, text.find('\0', at) - at);
+  if (orca::JsonNestsDeeperThan(json, orca::kMaxToolJsonDepth)) return;
+  orca::JsonStreamChecker checker(orca::kMaxToolJsonDepth);
+  std::string significant;
+  bool read = true;
+  for (char c : json) {
+    const auto b = checker.Push(c);
+    if (b == orca::JsonStreamChecker::Byte::kSignificant) {
+      significant += c;
+    } else if (b == orca::JsonStreamChecker::Byte::kBad &&
+               !(checker.done() && (c == ' ' || c == '\t' || c == '\n' || c == '\r'))) {
+      read = false;
+      break;
+    }
+  }
+  const bool accepted = read && checker.done();
+  if (accepted != nlohmann::json::accept(json)) __builtin_trap();
+  if (accepted && nlohmann::json::parse(significant) != nlohmann::json::parse(json)) {
+    __builtin_trap();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -88,8 +130,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const orca::ToolCall& c : whole->calls()) {
     if (c.name.empty() || c.id.empty()) __builtin_trap();
     if (which % 5 == 4) continue;
-    const nlohmann::json args = nlohmann::json::parse(c.arguments, nullptr, false);
-    if (!args.is_object()) __builtin_trap();
+    if (c.complete) {
+      const nlohmann::json args = nlohmann::json::parse(c.arguments, nullptr, false);
+      if (!args.is_object()) __builtin_trap();
+    } else if (c.arguments.empty() || c.arguments[0] != '{' || !IsJsonPrefix(c.arguments)) {
+      __builtin_trap();
+    }
   }
+  CheckJsonStream(text);
   return 0;
 }

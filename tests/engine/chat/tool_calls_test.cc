@@ -170,6 +170,106 @@ TEST(ToolCallsTest, ForcedList) {
   EXPECT_EQ(p->Feed(text.substr(0, text.find(", {"))).calls.size(), 1u);
 }
 
+// Feeds `chunks` to a parser for `format` and returns each Feed's deltas.
+std::vector<ParsedDelta> FeedEach(ToolCallParser& p, const std::vector<std::string>& chunks) {
+  std::vector<ParsedDelta> out;
+  for (const std::string& c : chunks) out.push_back(p.Feed(c));
+  out.push_back(p.Finish());
+  return out;
+}
+
+// A call's id and name go out as soon as its arguments object opens, and its arguments
+// as they are written (blanks between tokens dropped), in every format.
+TEST(ToolCallsTest, ArgumentsStreamAsTheyAreWritten) {
+  struct Case {
+    std::unique_ptr<ToolCallParser> parser;
+    std::string opening;  // up to and into the arguments
+    std::string content;  // what the opening's delta has as content
+  };
+  Case cases[] = {
+      {MakeToolCallParser(ToolCallFormat::kHermes),
+       "Checking.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"ci", "Checking."},
+      {MakeToolCallParser(ToolCallFormat::kLlama3Json),
+       "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"ci", ""},
+      {MakeToolCallParser(ToolCallFormat::kMistral),
+       "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"ci", ""},
+      {MakeToolCallParser(ToolCallFormat::kMistral), "Sure.[TOOL_CALLS]get_weather[ARGS]{\"ci",
+       "Sure."},
+      {MakeForcedListParser(), "[{\"name\": \"get_weather\", \"arguments\": {\"ci", ""},
+  };
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.opening);
+    const std::vector<ParsedDelta> d =
+        FeedEach(*c.parser, {c.opening, "ty\": \"Paris\", \"days\": [1,", " 2]}", "}"});
+    EXPECT_EQ(d[0].content, c.content);
+    ASSERT_EQ(d[0].calls.size(), 1u);
+    EXPECT_FALSE(d[0].calls[0].id.empty());
+    EXPECT_EQ(d[0].calls[0].name, "get_weather");
+    EXPECT_EQ(d[0].calls[0].arguments, "{\"ci");
+    ASSERT_EQ(d[1].calls.size(), 1u);
+    EXPECT_TRUE(d[1].calls[0].id.empty());
+    EXPECT_EQ(d[1].calls[0].arguments, "ty\":\"Paris\",\"days\":[1,");
+    ASSERT_EQ(d[2].calls.size(), 1u);
+    EXPECT_EQ(d[2].calls[0].arguments, "2]}");
+    ASSERT_EQ(c.parser->calls().size(), 1u);
+    EXPECT_EQ(c.parser->calls()[0].arguments, R"({"city":"Paris","days":[1,2]})");
+    EXPECT_TRUE(c.parser->calls()[0].complete);
+  }
+}
+
+// Whether the calls `text` gives in `format` are complete, one flag per call.
+std::vector<bool> Completeness(ToolCallFormat format, const std::string& text) {
+  auto p = format == ToolCallFormat::kNone ? MakeForcedListParser() : MakeToolCallParser(format);
+  p->Feed(text);
+  p->Finish();
+  std::vector<bool> out;
+  for (const ToolCall& c : p->calls()) out.push_back(c.complete);
+  return out;
+}
+
+// A call that breaks off keeps the valid prefix of its arguments and is incomplete;
+// the rest of its markup is dropped; chunking changes nothing.
+TEST(ToolCallsTest, ACallThatBreaksOffKeepsItsValidPrefix) {
+  const std::string bad =
+      "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": tru x}}</tool_call>Done.";
+  ExpectParses(ToolCallFormat::kHermes, bad, {"Done.", {{"f", R"({"a":tru)"}}});
+  EXPECT_EQ(Completeness(ToolCallFormat::kHermes, bad), std::vector<bool>{false});
+  // Cut short by max_tokens.
+  const std::string cut = "{\"name\": \"f\", \"parameters\": {\"q\": \"x";
+  ExpectParses(ToolCallFormat::kLlama3Json, cut, {"", {{"f", R"({"q":"x)"}}});
+  EXPECT_EQ(Completeness(ToolCallFormat::kLlama3Json, cut), std::vector<bool>{false});
+  const std::string list =
+      "[{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {\"x\": [1, 2";
+  EXPECT_EQ(Completeness(ToolCallFormat::kNone, list), (std::vector<bool>{true, false}));
+  // A number no double holds breaks the call at the byte after it, as nlohmann refuses it.
+  ExpectParses(ToolCallFormat::kMistral, "[TOOL_CALLS]f[ARGS]{\"n\": 1e400}[TOOL_CALLS]g[ARGS]{}",
+               {"", {{"f", R"({"n":1e400)"}}});
+  // Nesting past kMaxToolJsonDepth breaks it too.
+  const std::string deep =
+      "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + std::string(kMaxToolJsonDepth, '[') +
+      "}}</tool_call>";
+  ExpectParses(ToolCallFormat::kHermes, deep,
+               {"", {{"f", "{\"a\":" + std::string(kMaxToolJsonDepth - 1, '[')}}});
+}
+
+// Calls not written name-first with an arguments object are read whole, as before;
+// members after the arguments are not read.
+TEST(ToolCallsTest, OtherCallShapesAreReadWhole) {
+  const std::string swapped = "<tool_call>{\"arguments\": {\"a\": 1}, \"name\": \"f\"}</tool_call>";
+  ExpectParses(ToolCallFormat::kHermes, swapped, {"", {{"f", R"({"a":1})"}}});
+  auto p = MakeToolCallParser(ToolCallFormat::kHermes);
+  EXPECT_TRUE(p->Feed(swapped.substr(0, swapped.find("</"))).calls.empty());
+  ExpectParses(ToolCallFormat::kHermes,
+               "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>",
+               {"", {{"f", R"({"a":1})"}}});
+  ExpectParses(ToolCallFormat::kHermes,
+               "<tool_call>{\"name\": \"f\", \"arguments\": {}, \"id\": 7}</tool_call>ok",
+               {"ok", {{"f", "{}"}}});
+  // Llama 3: what follows a streamed call and is not one is content.
+  ExpectParses(ToolCallFormat::kLlama3Json, "{\"name\": \"f\", \"parameters\": {}, \"x\": 1}",
+               {", \"x\": 1}", {{"f", "{}"}}});
+}
+
 TEST(ToolCallsTest, DetectsTheFormatFromTheTemplate) {
   EXPECT_EQ(DetectToolCallFormat("{{ '<tool_call>' }}"), ToolCallFormat::kHermes);
   EXPECT_EQ(DetectToolCallFormat("{{ '[TOOL_CALLS]' }}"), ToolCallFormat::kMistral);
