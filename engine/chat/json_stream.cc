@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "engine/common/utf8.h"
+
 namespace orca {
 namespace {
 
@@ -182,22 +184,12 @@ JsonStreamChecker::Byte JsonStreamChecker::InString(uint8_t c) {
     return Byte::kSignificant;
   }
   if (c < 0x20) return Bad();
-  if (c < 0x80) return Byte::kSignificant;
-  // The lead byte of a multi-byte character (RFC 3629's table: no overlong forms, no
-  // surrogates, nothing above U+10FFFF).
-  if (c >= 0xC2 && c <= 0xDF) {
-    utf8_left_ = 1;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    utf8_left_ = 2;
-    if (c == 0xE0) utf8_lo_ = 0xA0;
-    if (c == 0xED) utf8_hi_ = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    utf8_left_ = 3;
-    if (c == 0xF0) utf8_lo_ = 0x90;
-    if (c == 0xF4) utf8_hi_ = 0x8F;
-  } else {
-    return Bad();
-  }
+  // A character's first byte: the bytes it says are due, checked as they come.
+  const Utf8Lead lead = Utf8LeadByte(c);
+  if (lead.length == 0) return Bad();
+  utf8_left_ = static_cast<uint8_t>(lead.length - 1);
+  utf8_lo_ = lead.lo;
+  utf8_hi_ = lead.hi;
   return Byte::kSignificant;
 }
 

@@ -27,6 +27,32 @@ inline void AppendUtf8(char32_t cp, std::string* out) {
   }
 }
 
+// What a UTF-8 sequence's first byte says: its length (1 to 4; 0 when no well-formed
+// sequence starts with it) and the range its second byte must fall in (Unicode Table
+// 3-7: no overlong forms, surrogates or code points above U+10FFFF); later bytes are
+// 0x80-0xBF.
+struct Utf8Lead {
+  size_t length = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+};
+inline Utf8Lead Utf8LeadByte(unsigned char b0) {
+  Utf8Lead lead;
+  if (b0 < 0x80) {
+    lead.length = 1;
+  } else if (b0 >= 0xC2 && b0 <= 0xDF) {
+    lead.length = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    lead.length = 3;
+    if (b0 == 0xE0) lead.lo = 0xA0;
+    if (b0 == 0xED) lead.hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    lead.length = 4;
+    if (b0 == 0xF0) lead.lo = 0x90;
+    if (b0 == 0xF4) lead.hi = 0x8F;
+  }
+  return lead;
+}
+
 // Returns the length (1 to 4) of the well-formed UTF-8 sequence at `bytes[i]` and its
 // code point in `*cp`, or 0 when none starts there (Unicode Table 3-7: no overlong forms,
 // surrogates or code points above U+10FFFF, no truncated sequences).
@@ -36,22 +62,8 @@ inline size_t DecodeUtf8At(std::string_view bytes, size_t i, char32_t* cp) {
     *cp = b0;
     return 1;
   }
-  size_t length = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    length = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    length = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    length = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (bytes.size() - i < length) return 0;
+  const auto [length, lo, hi] = Utf8LeadByte(b0);
+  if (length == 0 || bytes.size() - i < length) return 0;
   char32_t value = b0 & (0x7F >> length);
   for (size_t k = 1; k < length; ++k) {
     const auto b = static_cast<unsigned char>(bytes[i + k]);
