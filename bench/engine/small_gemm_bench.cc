@@ -1,0 +1,102 @@
+// The small-batch decode GEMM (engine/backend/cpu/small_gemm.h) on the weight shapes of
+// llama-110m, float32 weights, on each SIMD path this CPU has and on the backend's thread
+// pool (every core): GFLOP/s and the weights' bytes per second. A decode batch of 16
+// sequences is compute-bound here (16 rows x 2 FLOPs per 4-byte weight), so GFLOP/s
+// against `orca-bench-cpu-forward`'s BM_Sgemm rate is the figure that matters; at 1-4
+// rows the weights' bytes are.
+//
+// BM_Sgemm times OpenBLAS's sgemm on the same shapes (what the backend uses from 17
+// rows), for the choice of the crossover.
+//
+// usage: orca-bench-small-gemm [google benchmark flags]
+//   BM_SmallGemm/<level>/<rows>/<n>/<k>, level 1 AVX2, 2 AVX-512; BM_Sgemm/0/<rows>/<n>/<k>.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <random>
+#include <vector>
+
+#include "engine/backend/cpu/small_gemm.h"
+#include "engine/common/thread_pool.h"
+
+namespace orca {
+namespace {
+
+void BM_SmallGemm(benchmark::State& state) {
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  const int m = static_cast<int>(state.range(1));
+  const int n = static_cast<int>(state.range(2));
+  const int k = static_cast<int>(state.range(3));
+  if (level > CpuMaxSimdLevel()) {
+    state.SkipWithError("this CPU lacks the path");
+    return;
+  }
+  static ThreadPool pool;
+  const ParallelForFn parallel_for = [](int64_t tasks, const std::function<void(int64_t)>& fn) {
+    pool.ParallelFor(tasks, fn);
+  };
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(static_cast<size_t>(m) * k), w(static_cast<size_t>(n) * k),
+      out(static_cast<size_t>(m) * n);
+  for (float& v : x) v = u(rng);
+  for (float& v : w) v = u(rng);
+  for (auto _ : state) {
+    SmallGemm(m, n, k, x.data(), k, w.data(), nullptr, out.data(), n, parallel_for, level);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * m * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["weight_GBs"] =
+      benchmark::Counter(4.0 * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+}
+
+void BM_Sgemm(benchmark::State& state) {
+  const int m = static_cast<int>(state.range(1));
+  const int n = static_cast<int>(state.range(2));
+  const int k = static_cast<int>(state.range(3));
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(static_cast<size_t>(m) * k), w(static_cast<size_t>(n) * k),
+      out(static_cast<size_t>(m) * n);
+  for (float& v : x) v = u(rng);
+  for (float& v : w) v = u(rng);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data(), k, w.data(), k,
+                0.0f, out.data(), n);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * m * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["weight_GBs"] =
+      benchmark::Counter(4.0 * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+}
+
+// llama-110m's GEMMs: qkv, o, gate+up, down, LM head.
+void Shapes(benchmark::internal::Benchmark* b) {
+  for (int level : {1, 2}) {
+    for (int rows : {4, 8, 16, 24, 32}) {
+      for (auto [n, k] :
+           {std::pair{2304, 768}, {768, 768}, {4096, 768}, {768, 2048}, {32000, 768}}) {
+        b->Args({level, rows, n, k});
+      }
+    }
+  }
+}
+BENCHMARK(BM_SmallGemm)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void SgemmShapes(benchmark::internal::Benchmark* b) {
+  for (int rows : {8, 16, 24, 32}) {
+    for (auto [n, k] : {std::pair{2304, 768}, {768, 768}, {4096, 768}, {768, 2048}, {32000, 768}}) {
+      b->Args({0, rows, n, k});
+    }
+  }
+}
+BENCHMARK(BM_Sgemm)->Apply(SgemmShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+}  // namespace orca
+
+BENCHMARK_MAIN();
