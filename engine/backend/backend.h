@@ -163,6 +163,13 @@ class Backend {
   // Allocates `bytes` of backend memory. Fails with ResourceExhausted.
   virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
   virtual absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
+  // As CopyToDevice, but the host does not wait for the copy: it is ordered before the
+  // work issued after it, `src` may be reused as soon as this returns, and an error of
+  // the copy itself may come from a later call (as a kernel's does). Not while a graph
+  // is captured. The default is CopyToDevice.
+  virtual absl::Status CopyToDeviceAsync(void* dst, const void* src, size_t bytes) {
+    return CopyToDevice(dst, src, bytes);
+  }
   virtual absl::Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;
   // Waits until all issued work is complete; reports asynchronous errors.
   virtual absl::Status Synchronize() = 0;

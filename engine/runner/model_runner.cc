@@ -486,7 +486,8 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& given,
       std::max<int64_t>(sample_slots, std::min(num_prompt_rows, kPromptRowsPerPass));
   ORCA_RETURN_IF_ERROR(EnsureWorkspace(n, row_slots, static_cast<int64_t>(idx.size())));
   int32_t* dev = static_cast<int32_t*>(index_buffer_->data());
-  ORCA_RETURN_IF_ERROR(backend_->CopyToDevice(dev, idx.data(), idx.size() * sizeof(int32_t)));
+  // Asynchronous (pinned staging on CUDA): the host goes on issuing the layers.
+  ORCA_RETURN_IF_ERROR(backend_->CopyToDeviceAsync(dev, idx.data(), idx.size() * sizeof(int32_t)));
   const int32_t* tokens = dev;
   const int32_t* positions = dev + n;
   const int32_t* slots = dev + 2 * n;

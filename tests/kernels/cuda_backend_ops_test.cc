@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "engine/backend/cuda/cuda_backend.h"
 #include "tests/kernels/gpu_test_util.h"
@@ -282,6 +285,51 @@ TEST(CudaBackendOpsTest, AllocationBeyondBudgetFails) {
   auto big = (*gpu)->Allocate(info.total_bytes + 1);
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted) << big.status();
   EXPECT_TRUE((*gpu)->Synchronize().ok());
+}
+
+// CopyToDeviceAsync takes its source at once and never rewrites a staging slot that a
+// copy still has to read: the stream is held on a host gate while 20 copies are issued
+// (more than the uploader's slots, so the ninth must wait for the first one's copy), the
+// source changing after each; a second thread opens the gate later.
+TEST(CudaBackendOpsTest, CopyToDeviceAsyncTakesItsSourceAtOnce) {
+  ORCA_REQUIRE_GPU();
+  auto created = CreateCudaBackend();
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto& gpu = static_cast<CudaBackend&>(**created);
+  constexpr int kCopies = 20;
+  constexpr size_t kInts = 1 << 16;
+  std::vector<std::unique_ptr<DeviceBuffer>> dst;
+  for (int c = 0; c < kCopies; ++c) {
+    auto buf = gpu.Allocate(kInts * sizeof(int32_t));
+    ASSERT_TRUE(buf.ok()) << buf.status();
+    dst.push_back(std::move(*buf));
+  }
+  std::atomic<bool> open{false};
+  auto gate = [](void* flag) {
+    while (!static_cast<std::atomic<bool>*>(flag)->load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  ASSERT_EQ(cudaLaunchHostFunc(gpu.stream(), gate, &open), cudaSuccess);
+  std::thread opener([&open] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    open = true;
+  });
+  std::vector<int32_t> src(kInts);
+  for (int c = 0; c < kCopies; ++c) {
+    std::fill(src.begin(), src.end(), c);
+    const absl::Status s = gpu.CopyToDeviceAsync(dst[c]->data(), src.data(), src.size() * 4);
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  std::fill(src.begin(), src.end(), -1);
+  opener.join();
+  ASSERT_TRUE(gpu.Synchronize().ok());
+  std::vector<int32_t> back(kInts);
+  for (int c = 0; c < kCopies; ++c) {
+    ASSERT_TRUE(gpu.CopyToHost(back.data(), dst[c]->data(), back.size() * 4).ok());
+    EXPECT_EQ(std::count(back.begin(), back.end(), c), static_cast<ptrdiff_t>(kInts))
+        << "copy " << c << " read its source after it changed";
+  }
 }
 
 TEST(CudaBackendOpsTest, CreateFailsCleanlyForMissingDevice) {

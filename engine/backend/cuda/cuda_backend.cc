@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/cuda_status.h"
 #include "engine/backend/cuda/internal/device_memory.h"
+#include "engine/backend/cuda/internal/pinned_uploader.h"
 #include "engine/common/status_macros.h"
 #include "kernels/activation.cuh"
 #include "kernels/add.cuh"
@@ -58,6 +59,7 @@ static_assert(sizeof(RowLogprobs) == sizeof(kernels::DeviceRowLogprobs) &&
 namespace {
 
 using cuda_internal::DeviceMemory;
+using cuda_internal::PinnedUploader;
 
 kernels::ScalarType ToScalarType(DType t) {
   switch (t) {
@@ -139,6 +141,17 @@ class CudaBackendImpl : public CudaBackend {
     // The caller may reuse `src` at once (it may be pinned, where the copy is truly async).
     ORCA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
     return TakeError();
+  }
+
+  // From pinned staging memory (internal/pinned_uploader.h): no wait for the GPU.
+  absl::Status CopyToDeviceAsync(void* dst, const void* src, size_t bytes) override {
+    if (capturing_) {
+      return absl::FailedPreconditionError(
+          "cuda backend: CopyToDeviceAsync while a graph is captured");
+    }
+    ORCA_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
+    ORCA_CUDA_RETURN_IF_ERROR(uploader_.Upload(dst, src, bytes, stream()));
+    return absl::OkStatus();
   }
 
   absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
@@ -363,6 +376,7 @@ class CudaBackendImpl : public CudaBackend {
   }
 
   std::shared_ptr<DeviceMemory> memory_;
+  PinnedUploader uploader_;  // host-to-device copies that do not wait
   cublasHandle_t cublas_;
   bool allow_tf32_;
   absl::Status first_error_;
@@ -488,15 +502,12 @@ absl::Status CudaBackendImpl::SampleRows(const Tensor& logits,
   if (edits.empty()) dev_edits = nullptr;
   if (masks.empty()) dev_masks = nullptr;
   cudaStream_t s = BeginOp();
-  Record(ORCA_CUDA_STATUS(
-      cudaMemcpyAsync(dev_params, params.data(), params_bytes, cudaMemcpyHostToDevice, s)));
+  Record(ORCA_CUDA_STATUS(uploader_.Upload(dev_params, params.data(), params_bytes, s)));
   if (dev_masks != nullptr) {
-    Record(ORCA_CUDA_STATUS(
-        cudaMemcpyAsync(dev_masks, masks.data(), mask_bytes, cudaMemcpyHostToDevice, s)));
+    Record(ORCA_CUDA_STATUS(uploader_.Upload(dev_masks, masks.data(), mask_bytes, s)));
   }
   if (dev_edits != nullptr) {
-    Record(ORCA_CUDA_STATUS(
-        cudaMemcpyAsync(dev_edits, edits.data(), edit_bytes, cudaMemcpyHostToDevice, s)));
+    Record(ORCA_CUDA_STATUS(uploader_.Upload(dev_edits, edits.data(), edit_bytes, s)));
   }
   Launched(kernels::LaunchSample(logits.f32(), logits.ld(), rows, logits.cols, dev_params,
                                  dev_masks, dev_edits, dev_tokens, dev_logprobs, s),
