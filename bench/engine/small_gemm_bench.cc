@@ -22,11 +22,34 @@
 namespace orca {
 namespace {
 
+// One case's operands, [rows, k] x [n, k]^T (args 1-3), random; after the timed loop,
+// Report sets the rates.
+struct Gemm {
+  explicit Gemm(const benchmark::State& state)
+      : m(static_cast<int>(state.range(1))),
+        n(static_cast<int>(state.range(2))),
+        k(static_cast<int>(state.range(3))),
+        x(static_cast<size_t>(m) * k),
+        w(static_cast<size_t>(n) * k),
+        out(static_cast<size_t>(m) * n) {
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (float& v : x) v = u(rng);
+    for (float& v : w) v = u(rng);
+  }
+  void Report(benchmark::State& state) const {
+    const double iters = static_cast<double>(state.iterations());
+    state.counters["GFLOPs"] =
+        benchmark::Counter(2.0 * m * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+    state.counters["weight_GBs"] =
+        benchmark::Counter(4.0 * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+  }
+  int m, n, k;
+  std::vector<float> x, w, out;
+};
+
 void BM_SmallGemm(benchmark::State& state) {
   const auto level = static_cast<SimdLevel>(state.range(0));
-  const int m = static_cast<int>(state.range(1));
-  const int n = static_cast<int>(state.range(2));
-  const int k = static_cast<int>(state.range(3));
   if (level > CpuMaxSimdLevel()) {
     state.SkipWithError("this CPU lacks the path");
     return;
@@ -35,43 +58,23 @@ void BM_SmallGemm(benchmark::State& state) {
   const ParallelForFn parallel_for = [](int64_t tasks, const std::function<void(int64_t)>& fn) {
     pool.ParallelFor(tasks, fn);
   };
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> x(static_cast<size_t>(m) * k), w(static_cast<size_t>(n) * k),
-      out(static_cast<size_t>(m) * n);
-  for (float& v : x) v = u(rng);
-  for (float& v : w) v = u(rng);
+  Gemm g(state);
   for (auto _ : state) {
-    SmallGemm(m, n, k, x.data(), k, w.data(), nullptr, out.data(), n, parallel_for, level);
-    benchmark::DoNotOptimize(out.data());
+    SmallGemm(g.m, g.n, g.k, g.x.data(), g.k, g.w.data(), nullptr, g.out.data(), g.n, parallel_for,
+              level);
+    benchmark::DoNotOptimize(g.out.data());
   }
-  const double iters = static_cast<double>(state.iterations());
-  state.counters["GFLOPs"] =
-      benchmark::Counter(2.0 * m * n * k * iters / 1e9, benchmark::Counter::kIsRate);
-  state.counters["weight_GBs"] =
-      benchmark::Counter(4.0 * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+  g.Report(state);
 }
 
 void BM_Sgemm(benchmark::State& state) {
-  const int m = static_cast<int>(state.range(1));
-  const int n = static_cast<int>(state.range(2));
-  const int k = static_cast<int>(state.range(3));
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> x(static_cast<size_t>(m) * k), w(static_cast<size_t>(n) * k),
-      out(static_cast<size_t>(m) * n);
-  for (float& v : x) v = u(rng);
-  for (float& v : w) v = u(rng);
+  Gemm g(state);
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data(), k, w.data(), k,
-                0.0f, out.data(), n);
-    benchmark::DoNotOptimize(out.data());
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g.m, g.n, g.k, 1.0f, g.x.data(), g.k,
+                g.w.data(), g.k, 0.0f, g.out.data(), g.n);
+    benchmark::DoNotOptimize(g.out.data());
   }
-  const double iters = static_cast<double>(state.iterations());
-  state.counters["GFLOPs"] =
-      benchmark::Counter(2.0 * m * n * k * iters / 1e9, benchmark::Counter::kIsRate);
-  state.counters["weight_GBs"] =
-      benchmark::Counter(4.0 * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+  g.Report(state);
 }
 
 // llama-110m's GEMMs: qkv, o, gate+up, down, LM head.
