@@ -1,7 +1,6 @@
 #include "engine/chat/tool_calls.h"
 
 #include <algorithm>
-#include <functional>
 #include <random>
 #include <utility>
 
@@ -551,48 +550,26 @@ Header ReadCallHeader(std::string_view s, size_t at, std::string* name, size_t* 
   const std::string_view v = s.substr(0, std::min(s.size(), at + kMaxHeader));
   const Header ran_out = v.size() < s.size() ? Header::kOther : Header::kPrefix;
   size_t p = at + 1;  // past the '{'
-  // Each step reads one token after blanks.
-  auto token = [&](auto&& read) {
+  // The tokens after the '{': the key "name", ':', the name, ',', the key "arguments" or
+  // "parameters", ':', '{' (bytes where kBytes has one, else strings), blanks between.
+  static constexpr char kBytes[] = {0, ':', 0, ',', 0, ':', '{'};
+  std::string text;
+  for (int step = 0; step < static_cast<int>(sizeof(kBytes)); ++step) {
     p = SkipBlanks(v, p);
-    return p == v.size() ? ran_out : read();
-  };
-  auto byte = [&](char c) {
-    return token([&] {
-      if (v[p] != c) return Header::kOther;
+    if (p == v.size()) return ran_out;
+    if (kBytes[step] != 0) {
+      if (v[p] != kBytes[step]) return Header::kOther;
+      if (step == 6) *args_at = p;
       ++p;
-      return Header::kMatch;
-    });
-  };
-  auto key = [&](auto&& wanted) {
-    return token([&] {
-      std::string k;
-      const Header h = ReadString(v, &p, &k);
-      if (h == Header::kPrefix) return ran_out;
-      return h == Header::kMatch && wanted(k) ? Header::kMatch : Header::kOther;
-    });
-  };
-  const std::function<Header()> steps[] = {
-      [&] { return key([](const std::string& k) { return k == "name"; }); },
-      [&] { return byte(':'); },
-      [&] {
-        return key([&](const std::string& k) {
-          *name = k;
-          return !k.empty();
-        });
-      },
-      [&] { return byte(','); },
-      [&] {
-        return key([](const std::string& k) { return k == "arguments" || k == "parameters"; });
-      },
-      [&] { return byte(':'); },
-      [&] {
-        *args_at = SkipBlanks(v, p);
-        return byte('{');
-      },
-  };
-  for (const auto& step : steps) {
-    const Header h = step();
-    if (h != Header::kMatch) return h;
+      continue;
+    }
+    const Header h = ReadString(v, &p, &text);
+    if (h != Header::kMatch) return h == Header::kPrefix ? ran_out : h;
+    const bool wanted = step == 0   ? text == "name"
+                        : step == 2 ? !text.empty()
+                                    : text == "arguments" || text == "parameters";
+    if (!wanted) return Header::kOther;
+    if (step == 2) *name = text;
   }
   return Header::kMatch;
 }
