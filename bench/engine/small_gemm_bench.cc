@@ -5,17 +5,21 @@
 // against `orca-bench-cpu-forward`'s BM_Sgemm rate is the figure that matters; at 1-4
 // rows the weights' bytes are.
 //
-// BM_Sgemm times OpenBLAS's sgemm on the same shapes (what the backend uses from 17
-// rows), for the choice of the crossover.
+// BM_PackedGemm times engine/backend/cpu/packed_gemm.h (weights packed once, as the CPU
+// backend stores float32 linear weights since it has it) from 1 row to prefill-sized
+// batches; BM_Sgemm times OpenBLAS's sgemm (sgemv for one row) on the same shapes, the
+// row-major paths' choice from 17 rows.
 //
 // usage: orca-bench-small-gemm [google benchmark flags]
-//   BM_SmallGemm/<level>/<rows>/<n>/<k>, level 1 AVX2, 2 AVX-512; BM_Sgemm/0/<rows>/<n>/<k>.
+//   BM_SmallGemm/<level>/<rows>/<n>/<k>, level 1 AVX2, 2 AVX-512; BM_PackedGemm likewise;
+//   BM_Sgemm/0/<rows>/<n>/<k>.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <random>
 #include <vector>
 
+#include "engine/backend/cpu/packed_gemm.h"
 #include "engine/backend/cpu/small_gemm.h"
 #include "engine/common/thread_pool.h"
 
@@ -48,16 +52,25 @@ struct Gemm {
   std::vector<float> x, w, out;
 };
 
-void BM_SmallGemm(benchmark::State& state) {
-  const auto level = static_cast<SimdLevel>(state.range(0));
-  if (level > CpuMaxSimdLevel()) {
-    state.SkipWithError("this CPU lacks the path");
-    return;
-  }
+// The backend's thread pool (every core), as SmallGemm and PackedGemm take it.
+const ParallelForFn& PoolParallelFor() {
   static ThreadPool pool;
-  const ParallelForFn parallel_for = [](int64_t tasks, const std::function<void(int64_t)>& fn) {
-    pool.ParallelFor(tasks, fn);
-  };
+  static const ParallelForFn parallel_for =
+      [](int64_t tasks, const std::function<void(int64_t)>& fn) { pool.ParallelFor(tasks, fn); };
+  return parallel_for;
+}
+
+// Whether the case's SIMD level (arg 0) runs here; skips the case if not.
+bool LevelRunsHere(benchmark::State& state) {
+  if (static_cast<SimdLevel>(state.range(0)) <= CpuMaxSimdLevel()) return true;
+  state.SkipWithError("this CPU lacks the path");
+  return false;
+}
+
+void BM_SmallGemm(benchmark::State& state) {
+  if (!LevelRunsHere(state)) return;
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  const ParallelForFn& parallel_for = PoolParallelFor();
   Gemm g(state);
   for (auto _ : state) {
     SmallGemm(g.m, g.n, g.k, g.x.data(), g.k, g.w.data(), nullptr, g.out.data(), g.n, parallel_for,
@@ -67,9 +80,28 @@ void BM_SmallGemm(benchmark::State& state) {
   g.Report(state);
 }
 
+void BM_PackedGemm(benchmark::State& state) {
+  if (!LevelRunsHere(state)) return;
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  Gemm g(state);
+  std::vector<float> packed(PackedWeightFloats(g.n, g.k));
+  PackWeights(g.w.data(), g.n, g.k, packed.data());
+  for (auto _ : state) {
+    PackedGemm(g.m, g.n, g.k, g.x.data(), g.k, packed.data(), nullptr, g.out.data(), g.n,
+               PoolParallelFor(), level);
+    benchmark::DoNotOptimize(g.out.data());
+  }
+  g.Report(state);
+}
+
 void BM_Sgemm(benchmark::State& state) {
   Gemm g(state);
   for (auto _ : state) {
+    if (g.m == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, g.n, g.k, 1.0f, g.w.data(), g.k, g.x.data(), 1, 0.0f,
+                  g.out.data(), 1);
+      continue;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g.m, g.n, g.k, 1.0f, g.x.data(), g.k,
                 g.w.data(), g.k, 0.0f, g.out.data(), g.n);
     benchmark::DoNotOptimize(g.out.data());
@@ -90,8 +122,23 @@ void Shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_SmallGemm)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// Rows: one sequence's decode, decode batches, a prefill chunk.
+constexpr int kPackedRows[] = {1, 4, 8, 16, 24, 32, 512};
+
+void PackedShapes(benchmark::internal::Benchmark* b) {
+  for (int level : {1, 2}) {
+    for (int rows : kPackedRows) {
+      for (auto [n, k] :
+           {std::pair{2304, 768}, {768, 768}, {4096, 768}, {768, 2048}, {32000, 768}}) {
+        b->Args({level, rows, n, k});
+      }
+    }
+  }
+}
+BENCHMARK(BM_PackedGemm)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 void SgemmShapes(benchmark::internal::Benchmark* b) {
-  for (int rows : {8, 16, 24, 32}) {
+  for (int rows : kPackedRows) {
     for (auto [n, k] : {std::pair{2304, 768}, {768, 768}, {4096, 768}, {768, 2048}, {32000, 768}}) {
       b->Args({0, rows, n, k});
     }

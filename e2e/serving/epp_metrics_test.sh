@@ -34,13 +34,15 @@ e2e_log "orca serve at $url; KV cache $blocks blocks x $block_size tokens"
 prom_start "$target" || e2e_fail "prometheus did not start"
 prom_wait_targets_up 30 || { prom_dump_log; e2e_fail "the orca target never came up"; }
 
-# 32 streams of 400 tokens on 4 batch slots: a queue for several seconds.
+# 64 streams of 400 tokens on 4 batch slots: a queue for several seconds, several of
+# Prometheus' 1 s scrapes (with 32, a queue of about 2 s once the CPU's packed GEMM sped
+# decode up, a scrape sometimes missed it while other tests loaded the machine).
 stream() {
   curl -sf -N -o /dev/null -H 'Content-Type: application/json' "$url/v1/completions" \
     -d "{\"prompt\": \"Once upon a time $1\", \"max_tokens\": 400, \"ignore_eos\": true, \"stream\": true}"
 }
 pids=()
-for i in $(seq 32); do
+for i in $(seq 64); do
   stream "$i" &
   pids+=($!)
 done

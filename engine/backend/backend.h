@@ -33,26 +33,39 @@ class DeviceBuffer {
   virtual size_t size() const = 0;
 };
 
-// A row-major 2-D view. `stride` is the distance between rows in elements (0 means
-// `cols`, i.e. contiguous); only the operations that say so accept strided views.
+// How a tensor's elements lie in memory. kRowMajor: as Tensor says. kPackedPanels: a
+// linear weight as the CPU backend stores float32 ones (Backend::UploadLinearWeight,
+// engine/backend/cpu/packed_gemm.h); only that backend's Linear reads it, and no views
+// (Rows, Cols) of it are taken.
+enum class TensorLayout : uint8_t { kRowMajor, kPackedPanels };
+
+// A 2-D view, row-major unless `layout` says otherwise. `stride` is the distance between
+// rows in elements (0 means `cols`, i.e. contiguous); only the operations that say so
+// accept strided views.
 struct Tensor {
   void* data = nullptr;
   DType dtype = DType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t stride = 0;
+  TensorLayout layout = TensorLayout::kRowMajor;
 
   int64_t ld() const { return stride ? stride : cols; }
   size_t nbytes() const { return static_cast<size_t>(rows * cols) * DTypeSize(dtype); }
   float* f32() const { return static_cast<float*>(data); }
   // Returns rows [begin, begin + count) as a view.
   Tensor Rows(int64_t begin, int64_t count) const {
-    return Tensor{static_cast<char*>(data) + begin * ld() * DTypeSize(dtype), dtype, count, cols,
-                  stride};
+    return Tensor{static_cast<char*>(data) + begin * ld() * DTypeSize(dtype),
+                  dtype,
+                  count,
+                  cols,
+                  stride,
+                  layout};
   }
   // Returns columns [begin, begin + count) as a strided view.
   Tensor Cols(int64_t begin, int64_t count) const {
-    return Tensor{static_cast<char*>(data) + begin * DTypeSize(dtype), dtype, rows, count, ld()};
+    return Tensor{
+        static_cast<char*>(data) + begin * DTypeSize(dtype), dtype, rows, count, ld(), layout};
   }
 };
 
@@ -171,11 +184,26 @@ class Backend {
     return CopyToDevice(dst, src, bytes);
   }
   virtual absl::Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+  // Stores a linear layer's weight for Linear: `host` is [rows, cols] row-major of
+  // `dtype`; `storage` receives the memory. The backend may lay it out as its Linear
+  // reads fastest (TensorLayout); the tensor is then for Linear only. The default
+  // copies the rows as they are.
+  virtual absl::StatusOr<Tensor> UploadLinearWeight(const void* host, DType dtype, int64_t rows,
+                                                    int64_t cols,
+                                                    std::unique_ptr<DeviceBuffer>* storage) {
+    const size_t bytes = static_cast<size_t>(rows * cols) * DTypeSize(dtype);
+    auto buffer = Allocate(bytes);
+    if (!buffer.ok()) return buffer.status();
+    if (absl::Status s = CopyToDevice((*buffer)->data(), host, bytes); !s.ok()) return s;
+    *storage = *std::move(buffer);
+    return Tensor{(*storage)->data(), dtype, rows, cols};
+  }
   // Waits until all issued work is complete; reports asynchronous errors.
   virtual absl::Status Synchronize() = 0;
   virtual MemoryInfo GetMemoryInfo() const = 0;
 
   // out[i] = table[ids[i]] (converted to F32). With `accumulate`, out[i] += table[ids[i]].
+  // `table` is row-major or as UploadLinearWeight stored it (a tied LM head).
   virtual void Embedding(const int32_t* ids, int64_t n, const Tensor& table, Tensor out,
                          bool accumulate) = 0;
   // out = x * W^T (+ bias): x [M, K] F32, w [N, K], bias [1, N] or null, out [M, N].

@@ -28,12 +28,41 @@ class WeightUploader {
                  ModelWeights& out)
       : ckpt_(ckpt), backend_(backend), dtype_(dtype), keep_(keep), out_(out) {}
 
-  // Concatenates the row slices `parts` (each of a [rows_i, cols] tensor) into one
-  // tensor of [sum of slice rows, num_cols] keeping columns [col0, col0 + num_cols)
-  // (num_cols -1: all). With `transpose`, each tensor is stored in the file as
+  // A linear weight: concatenates the row slices `parts` (each of a [rows_i, cols]
+  // tensor) into one tensor of [sum of slice rows, num_cols] keeping columns
+  // [col0, col0 + num_cols) (num_cols -1: all), stored as the backend's Linear reads it
+  // (Backend::UploadLinearWeight). With `transpose`, each tensor is stored in the file as
   // [cols, rows_i] (Conv1D).
   absl::StatusOr<Tensor> Rows(const std::vector<Part>& parts, int64_t cols, bool transpose = false,
                               int64_t col0 = 0, int64_t num_cols = -1) {
+    return Matrix(parts, cols, transpose, col0, num_cols, /*linear=*/true);
+  }
+
+  // One whole tensor [rows, cols]: a linear weight (the LM head) or, with !linear, a
+  // row-major table (embeddings).
+  absl::StatusOr<Tensor> One(const std::string& name, int64_t rows, int64_t cols,
+                             bool linear = false) {
+    return Matrix({{name, rows}}, cols, false, 0, -1, linear);
+  }
+
+  // A 1-D tensor of length n stored as [1, n]; always F32 (norm weights and biases).
+  absl::StatusOr<Tensor> Vector(const std::string& name, int64_t n) { return Vectors({{name, n}}); }
+
+  // Concatenates slices of 1-D tensors (fused and tensor-parallel biases).
+  absl::StatusOr<Tensor> Vectors(const std::vector<Part>& parts) {
+    std::vector<float> f;
+    for (const Part& part : parts) {
+      ORCA_ASSIGN_OR_RETURN(const HostTensorView* v, ckpt_.Get(part.name, {part.rows}));
+      std::vector<float> all(static_cast<size_t>(part.rows));
+      ConvertToF32(v->data, v->dtype, all.size(), all.data());
+      f.insert(f.end(), all.begin() + part.row0, all.begin() + part.row0 + part.count());
+    }
+    return Upload(f.data(), DType::kF32, 1, static_cast<int64_t>(f.size()), /*linear=*/false);
+  }
+
+ private:
+  absl::StatusOr<Tensor> Matrix(const std::vector<Part>& parts, int64_t cols, bool transpose,
+                                int64_t col0, int64_t num_cols, bool linear) {
     if (num_cols < 0) num_cols = cols - col0;
     std::vector<const HostTensorView*> views;
     int64_t rows = 0;
@@ -82,35 +111,22 @@ class WeightUploader {
         }
       }
     }
-    return Upload(host.data(), dst, rows, num_cols);
+    return Upload(host.data(), dst, rows, num_cols, linear);
   }
 
-  absl::StatusOr<Tensor> One(const std::string& name, int64_t rows, int64_t cols) {
-    return Rows({{name, rows}}, cols);
-  }
-
-  // A 1-D tensor of length n stored as [1, n]; always F32 (norm weights and biases).
-  absl::StatusOr<Tensor> Vector(const std::string& name, int64_t n) { return Vectors({{name, n}}); }
-
-  // Concatenates slices of 1-D tensors (fused and tensor-parallel biases).
-  absl::StatusOr<Tensor> Vectors(const std::vector<Part>& parts) {
-    std::vector<float> f;
-    for (const Part& part : parts) {
-      ORCA_ASSIGN_OR_RETURN(const HostTensorView* v, ckpt_.Get(part.name, {part.rows}));
-      std::vector<float> all(static_cast<size_t>(part.rows));
-      ConvertToF32(v->data, v->dtype, all.size(), all.data());
-      f.insert(f.end(), all.begin() + part.row0, all.begin() + part.row0 + part.count());
+  absl::StatusOr<Tensor> Upload(const void* data, DType dtype, int64_t rows, int64_t cols,
+                                bool linear) {
+    std::unique_ptr<DeviceBuffer> buf;
+    Tensor t;
+    if (linear) {
+      ORCA_ASSIGN_OR_RETURN(t, backend_.UploadLinearWeight(data, dtype, rows, cols, &buf));
+    } else {
+      const size_t bytes = static_cast<size_t>(rows * cols) * DTypeSize(dtype);
+      ORCA_ASSIGN_OR_RETURN(buf, backend_.Allocate(bytes));
+      ORCA_RETURN_IF_ERROR(backend_.CopyToDevice(buf->data(), data, bytes));
+      t = Tensor{buf->data(), dtype, rows, cols};
     }
-    return Upload(f.data(), DType::kF32, 1, static_cast<int64_t>(f.size()));
-  }
-
- private:
-  absl::StatusOr<Tensor> Upload(const void* data, DType dtype, int64_t rows, int64_t cols) {
-    size_t bytes = static_cast<size_t>(rows * cols) * DTypeSize(dtype);
-    ORCA_ASSIGN_OR_RETURN(auto buf, backend_.Allocate(bytes));
-    ORCA_RETURN_IF_ERROR(backend_.CopyToDevice(buf->data(), data, bytes));
-    Tensor t{buf->data(), dtype, rows, cols, 0};
-    out_.bytes += bytes;
+    out_.bytes += buf->size();
     out_.storage.push_back(std::move(buf));
     return t;
   }
@@ -134,16 +150,20 @@ Part Slice(const std::string& name, int64_t n, const ModelShard& shard, int64_t 
 absl::Status LoadEnds(const ModelShard& shard, const std::string& embed_name,
                       const std::string& lm_head_name, bool tied, int64_t vocab, int64_t h,
                       const Checkpoint& ckpt, WeightUploader& up, ModelWeights& w) {
+  const bool tied_here = tied && !ckpt.Has(lm_head_name);
   if (shard.first_stage()) {
-    ORCA_ASSIGN_OR_RETURN(w.embed, up.One(embed_name, vocab, h));
+    // A table that is also this stage's LM head is stored as a linear weight (Embedding
+    // reads every layout UploadLinearWeight makes).
+    ORCA_ASSIGN_OR_RETURN(w.embed,
+                          up.One(embed_name, vocab, h, /*linear=*/tied_here && shard.samples()));
   }
   if (!shard.samples()) return absl::OkStatus();
-  if (!tied || ckpt.Has(lm_head_name)) {
-    ORCA_ASSIGN_OR_RETURN(w.lm_head, up.One(lm_head_name, vocab, h));
+  if (!tied_here) {
+    ORCA_ASSIGN_OR_RETURN(w.lm_head, up.One(lm_head_name, vocab, h, /*linear=*/true));
   } else if (w.embed.data != nullptr) {
     w.lm_head = w.embed;  // tied
-  } else {
-    ORCA_ASSIGN_OR_RETURN(w.lm_head, up.One(embed_name, vocab, h));  // tied, on a later stage
+  } else {                // tied, on a later stage
+    ORCA_ASSIGN_OR_RETURN(w.lm_head, up.One(embed_name, vocab, h, /*linear=*/true));
   }
   return absl::OkStatus();
 }

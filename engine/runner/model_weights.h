@@ -1,10 +1,11 @@
 // ModelWeights: a checkpoint's tensors resident in backend memory, in the layout the
 // model runner computes with: Q/K/V fused into one [q + 2kv, hidden] matrix, gate and
 // up fused into one [2 * intermediate, hidden] matrix, every linear weight stored as
-// [out, in] (GPT-2's Conv1D weights are transposed on load). A shard (model_shard.h)
-// loads only its stage's layers, its tensor-parallel slices and the ends it needs. Weights keep
-// their checkpoint dtype where the backend supports it and are converted to F32 otherwise.
-// Immutable after Load().
+// [out, in] (GPT-2's Conv1D weights are transposed on load) and handed to the backend's
+// UploadLinearWeight, which may lay it out for its Linear (the CPU packs float32 ones). A shard
+// (model_shard.h) loads only its stage's layers, its tensor-parallel slices and the ends it needs.
+// Weights keep their checkpoint dtype where the backend supports it and are converted to F32
+// otherwise. Immutable after Load().
 #pragma once
 
 #include <memory>
@@ -32,7 +33,10 @@ struct ModelWeights {
   Tensor embed;      // [vocab, hidden]; first stage only
   Tensor pos_embed;  // GPT-2 only: [max_positions, hidden]
   Tensor final_norm, final_norm_bias;
-  Tensor lm_head;  // [vocab, hidden]; aliases embed when tied; final norm too: sampling rank only
+  // [vocab, hidden], a linear weight (Backend::UploadLinearWeight); aliases embed when
+  // tied (embed is then stored as a linear weight too); final norm too: sampling rank
+  // only.
+  Tensor lm_head;
   std::vector<LayerWeights> layers;  // the shard's layers, first to last
   std::vector<std::unique_ptr<DeviceBuffer>> storage;
   size_t bytes = 0;

@@ -1,8 +1,9 @@
-// The CPU backend: OpenBLAS for GEMMs, a thread pool for attention and element-wise
-// work. Computes in float32; weights are float32, float16 or bfloat16 (16-bit ones are
-// widened exactly where they are read: small_gemm.h, Linear), the KV cache float32,
-// float16 or bfloat16 (attention_kernel.h). It is also the reference every CUDA kernel
-// is checked against.
+// The CPU backend: packed-panel GEMMs for float32 linear weights (packed_gemm.h, packed
+// once at load), OpenBLAS and oneDNN for the others, a thread pool for attention and
+// element-wise work. Computes in float32; weights are float32, float16 or bfloat16
+// (16-bit ones are widened exactly where they are read: small_gemm.h, Linear), the KV
+// cache float32, float16 or bfloat16 (attention_kernel.h). It is also the reference
+// every CUDA kernel is checked against.
 #include <cblas.h>
 
 #include <algorithm>
@@ -18,8 +19,10 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/attention_kernel.h"
 #include "engine/backend/cpu/onednn_gemm.h"
+#include "engine/backend/cpu/packed_gemm.h"
 #include "engine/backend/cpu/small_gemm.h"
 #include "engine/common/cpu_limit.h"
+#include "engine/common/status_macros.h"
 #include "engine/common/thread_pool.h"
 
 namespace orca {
@@ -83,6 +86,28 @@ class CpuBackend : public Backend {
   }
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
+  // float32 weights are packed into panels (packed_gemm.h): at 16 rows 2-3.5x the rate of
+  // the row-major kernels, and above sgemm's at prefill sizes (docs/benchmarks.md).
+  // ORCA_CPU_PACKED=0 keeps them row-major (benchmarks compare the two in one build).
+  absl::StatusOr<Tensor> UploadLinearWeight(const void* host, DType dtype, int64_t rows,
+                                            int64_t cols,
+                                            std::unique_ptr<DeviceBuffer>* storage) override {
+    if (!Packs(dtype)) return Backend::UploadLinearWeight(host, dtype, rows, cols, storage);
+    ORCA_ASSIGN_OR_RETURN(*storage,
+                          Allocate(static_cast<size_t>(PackedWeightFloats(rows, cols)) * 4));
+    PackWeights(static_cast<const float*>(host), rows, cols,
+                static_cast<float*>((*storage)->data()));
+    return Tensor{(*storage)->data(), DType::kF32, rows, cols, 0, TensorLayout::kPackedPanels};
+  }
+  // Whether UploadLinearWeight packs weights of `dtype`.
+  static bool Packs(DType dtype) {
+    static const bool enabled = [] {
+      const char* env = std::getenv("ORCA_CPU_PACKED");
+      return env == nullptr || std::strcmp(env, "0") != 0;
+    }();
+    return enabled && dtype == DType::kF32;
+  }
+
   MemoryInfo GetMemoryInfo() const override {
     MemoryInfo info;
     std::ifstream in("/proc/meminfo");
@@ -100,10 +125,13 @@ class CpuBackend : public Backend {
                  bool accumulate) override {
     const int64_t h = table.cols;
     std::vector<float> row(table.dtype == DType::kF32 ? 0 : static_cast<size_t>(h));
+    if (table.layout == TensorLayout::kPackedPanels) row.resize(static_cast<size_t>(h));
     for (int64_t i = 0; i < n; ++i) {
       const size_t first = static_cast<size_t>(ids[i]) * static_cast<size_t>(h);
       const float* src = row.data();
-      if (table.dtype == DType::kF32) {
+      if (table.layout == TensorLayout::kPackedPanels) {  // a tied LM head
+        UnpackWeightRow(table.f32(), h, ids[i], row.data());
+      } else if (table.dtype == DType::kF32) {
         src = table.f32() + first;
       } else {  // a 16-bit table, widened row by row
         ConvertToF32(static_cast<const char*>(table.data) + first * DTypeSize(table.dtype),
@@ -118,7 +146,9 @@ class CpuBackend : public Backend {
     }
   }
 
-  // float32 weights: OpenBLAS (sgemv for one row, sgemm from 17), SmallGemm between.
+  // float32 weights: packed ones through PackedGemm at every size; row-major ones (a
+  // table serving as LM head where packing is off, tests) through OpenBLAS (sgemv for one
+  // row, sgemm from 17), SmallGemm between.
   // 16-bit weights (stored as the checkpoint has them, half the bytes to stream):
   // bfloat16 ones from kOneDnnBf16MinRows rows go through oneDNN where the CPU multiplies
   // bfloat16 pairs (onednn_gemm.h: activations rounded to bfloat16, about 2x sgemm's
@@ -135,6 +165,10 @@ class CpuBackend : public Backend {
                                                  const std::function<void(int64_t)>& fn) {
       ParallelFor(tasks, int64_t{m} * n * k, fn);
     };
+    if (w.layout == TensorLayout::kPackedPanels) {
+      PackedGemm(m, n, k, x.f32(), lda, w.f32(), b, out.f32(), ldc, spread);
+      return;
+    }
     if (w.dtype != DType::kF32) {
       if (w.dtype == DType::kBF16 && m >= kOneDnnBf16MinRows && onednn_ != nullptr &&
           onednn_->Run(m, n, k, x.f32(), lda, static_cast<const uint16_t*>(w.data), b, out.f32(),

@@ -2,7 +2,9 @@
 // for a few rows m (decode batches). BLAS sgemm packs the whole weight matrix for every
 // call, which for a handful of rows costs several times a matrix-vector product; this
 // kernel streams each weight row once and reuses it for all rows of x (kept in cache),
-// so a small batch costs about what one sequence costs.
+// so a small batch costs about what one sequence costs. The model's float32 linear
+// weights are packed at load and go through packed_gemm.h instead (faster from 2 rows);
+// this kernel serves 16-bit weights and row-major float32 ones.
 //
 // Weights may be float32, float16 or bfloat16 (Fp16, Bf16): 16-bit rows are widened to
 // float32 in registers, exactly, so the products and sums are float32 whatever the

@@ -3,7 +3,8 @@
 // bfloat16 products where this CPU has them), with and without bias and with strided
 // activations and outputs, against a float64 product over the same values: the weights
 // widened exactly, and the activations rounded to bfloat16 where the path says it does
-// (onednn_gemm.h). Embedding over 16-bit tables.
+// (onednn_gemm.h); float32 weights also as UploadLinearWeight packs them. Embedding over
+// 16-bit tables and over a packed table (a tied LM head).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,36 +39,44 @@ TEST(CpuLinearTest, EveryPathMatchesAFloat64Product) {
       w16 = Narrow(wf, dtype);
       ConvertToF32(w16.data(), dtype, wf.size(), wf.data());  // the same values, exactly
     }
-    const Tensor w{dtype == DType::kF32 ? static_cast<void*>(wf.data()) : w16.data(), dtype, n, k,
-                   0};
+    const Tensor row_major{dtype == DType::kF32 ? static_cast<void*>(wf.data()) : w16.data(), dtype,
+                           n, k, 0};
+    // As the model loader stores it (float32: packed panels).
+    std::unique_ptr<DeviceBuffer> storage;
+    auto uploaded = backend->UploadLinearWeight(row_major.data, dtype, n, k, &storage);
+    ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+    ASSERT_EQ(uploaded->layout,
+              dtype == DType::kF32 ? TensorLayout::kPackedPanels : TensorLayout::kRowMajor);
     const Tensor b{bias.data(), DType::kF32, 1, n, 0};
-    for (int m : {1, 2, 5, 7, 8, 16, 17, 64, 150}) {
-      for (bool with_bias : {false, true}) {
-        const int64_t ldx = k + 5, ldo = n + 3;
-        std::vector<float> x(m * ldx), out(m * ldo, 777.0f);
-        for (float& v : x) v = nd(rng);
-        backend->Linear(Tensor{x.data(), DType::kF32, m, k, ldx}, w, with_bias ? &b : nullptr,
-                        Tensor{out.data(), DType::kF32, m, n, ldo});
-        const bool bf16_products =
-            dtype == DType::kBF16 && m >= kOneDnnBf16MinRows && OneDnnBf16Gemm::Available();
-        for (int r = 0; r < m; ++r) {
-          for (int j = 0; j < n; ++j) {
-            double ref = with_bias ? bias[j] : 0.0, mag = std::abs(ref);
-            for (int c = 0; c < k; ++c) {
-              float xv = x[r * ldx + c];
-              if (bf16_products) xv = Bf16ToF32(F32ToBf16(xv));
-              const double p = static_cast<double>(xv) * wf[static_cast<size_t>(j) * k + c];
-              ref += p;
-              mag += std::abs(p);
+    for (const Tensor& w : {row_major, *uploaded})
+      for (int m : {1, 2, 5, 7, 8, 16, 17, 64, 150}) {
+        for (bool with_bias : {false, true}) {
+          const int64_t ldx = k + 5, ldo = n + 3;
+          std::vector<float> x(m * ldx), out(m * ldo, 777.0f);
+          for (float& v : x) v = nd(rng);
+          backend->Linear(Tensor{x.data(), DType::kF32, m, k, ldx}, w, with_bias ? &b : nullptr,
+                          Tensor{out.data(), DType::kF32, m, n, ldo});
+          const bool bf16_products =
+              dtype == DType::kBF16 && m >= kOneDnnBf16MinRows && OneDnnBf16Gemm::Available();
+          for (int r = 0; r < m; ++r) {
+            for (int j = 0; j < n; ++j) {
+              double ref = with_bias ? bias[j] : 0.0, mag = std::abs(ref);
+              for (int c = 0; c < k; ++c) {
+                float xv = x[r * ldx + c];
+                if (bf16_products) xv = Bf16ToF32(F32ToBf16(xv));
+                const double p = static_cast<double>(xv) * wf[static_cast<size_t>(j) * k + c];
+                ref += p;
+                mag += std::abs(p);
+              }
+              ASSERT_NEAR(out[r * ldo + j], ref, 2e-6 * mag + 1e-6)
+                  << DTypeName(dtype) << (w.layout == TensorLayout::kPackedPanels ? " packed" : "")
+                  << " m=" << m << " bias " << with_bias << " row " << r << " col " << j
+                  << (bf16_products ? " (oneDNN bf16 products)" : "");
             }
-            ASSERT_NEAR(out[r * ldo + j], ref, 2e-6 * mag + 1e-6)
-                << DTypeName(dtype) << " m=" << m << " bias " << with_bias << " row " << r
-                << " col " << j << (bf16_products ? " (oneDNN bf16 products)" : "");
+            ASSERT_EQ(out[r * ldo + n], 777.0f) << "wrote past n";
           }
-          ASSERT_EQ(out[r * ldo + n], 777.0f) << "wrote past n";
         }
       }
-    }
   }
 }
 
@@ -88,6 +97,27 @@ TEST(CpuLinearTest, EmbeddingWidensSixteenBitTables) {
         const float e = dtype == DType::kF16 ? F16ToF32(bits) : Bf16ToF32(bits);
         ASSERT_EQ(out[i * h + j], 1.0f + e) << DTypeName(dtype) << " " << i << " " << j;
       }
+    }
+  }
+}
+
+TEST(CpuLinearTest, EmbeddingReadsAPackedTable) {
+  auto backend = CreateCpuBackend(1);
+  const int rows = 40, h = 37;  // rows: two panels and a part of a third
+  std::vector<float> table(rows * h);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = 0.01f * static_cast<float>(i) - 1.5f;
+  std::unique_ptr<DeviceBuffer> storage;
+  auto packed = backend->UploadLinearWeight(table.data(), DType::kF32, rows, h, &storage);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  ASSERT_EQ(packed->layout, TensorLayout::kPackedPanels);
+  const int32_t ids[] = {3, 0, 39, 17, 16, 3};
+  std::vector<float> out(6 * h, 1.0f);
+  backend->Embedding(ids, 6, *packed, Tensor{out.data(), DType::kF32, 6, h, 0},
+                     /*accumulate=*/true);
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < h; ++j) {
+      ASSERT_EQ(out[i * h + j], 1.0f + table[static_cast<size_t>(ids[i]) * h + j])
+          << "id " << ids[i] << " col " << j;
     }
   }
 }

@@ -12,30 +12,21 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/common/dtype.h"
+#include "tests/engine/backend/cpu_kernel_test_util.h"
 
 namespace orca {
 namespace {
 
-void Serial(int64_t count, const std::function<void(int64_t)>& fn) {
-  for (int64_t i = 0; i < count; ++i) fn(i);
-}
-
-// Runs tasks in reverse: the result must not depend on the order.
-void Reversed(int64_t count, const std::function<void(int64_t)>& fn) {
-  for (int64_t i = count - 1; i >= 0; --i) fn(i);
-}
+using ::orca::testing::ExpectMatchesDoubleProduct;
+using ::orca::testing::LevelsHere;
+using ::orca::testing::Reversed;
+using ::orca::testing::Serial;
 
 float Narrow(float v, float*) { return v; }
 Fp16 Narrow(float v, Fp16*) { return Fp16{F32ToF16(v)}; }
 Bf16 Narrow(float v, Bf16*) { return Bf16{F32ToBf16(v)}; }
-
-std::vector<SimdLevel> LevelsHere() {
-  std::vector<SimdLevel> levels = {SimdLevel::kScalar};
-  if (CpuMaxSimdLevel() >= SimdLevel::kAvx2) levels.push_back(SimdLevel::kAvx2);
-  if (CpuMaxSimdLevel() >= SimdLevel::kAvx512) levels.push_back(SimdLevel::kAvx512);
-  return levels;
-}
 
 template <typename W>
 void CheckAgainstDoubles(SimdLevel level) {
@@ -55,23 +46,11 @@ void CheckAgainstDoubles(SimdLevel level) {
         std::vector<float> out(m * ldo, 12345.0f);
         SmallGemm(m, n, k, x.data(), ldx, w.data(), with_bias ? bias.data() : nullptr, out.data(),
                   ldo, m % 2 ? Serial : Reversed, level);
-        for (int r = 0; r < m; ++r) {
-          for (int j = 0; j < n; ++j) {
-            double ref = with_bias ? bias[j] : 0.0, mag = std::abs(ref);
-            for (int c = 0; c < k; ++c) {
-              const double p = static_cast<double>(x[r * ldx + c]) *
-                               static_cast<double>(ToF32(w[static_cast<size_t>(j) * k + c]));
-              ref += p;
-              mag += std::abs(p);
-            }
-            ASSERT_NEAR(out[r * ldo + j], ref, 1e-5 * mag + 1e-6)
-                << SimdLevelName(level) << " m=" << m << " n=" << n << " k=" << k << " row " << r
-                << " col " << j;
-          }
-          for (int j = n; j < ldo; ++j) {
-            ASSERT_EQ(out[r * ldo + j], 12345.0f) << "wrote past n (m=" << m << " n=" << n << ")";
-          }
-        }
+        std::vector<float> wide(w.size());  // the same values, exactly
+        for (size_t i = 0; i < w.size(); ++i) wide[i] = ToF32(w[i]);
+        ExpectMatchesDoubleProduct(
+            m, n, k, x.data(), ldx, wide.data(), with_bias ? bias.data() : nullptr, out.data(), ldo,
+            12345.0f, absl::StrCat(SimdLevelName(level), " m=", m, " n=", n, " k=", k));
       }
     }
   }

@@ -1,0 +1,209 @@
+// GCC 12 reports the AVX-512 intrinsics' own _mm512_undefined_* inputs as "may be used
+// uninitialized" once they are inlined (false positives; GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "engine/backend/cpu/packed_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace orca {
+namespace {
+
+constexpr int64_t kPanelPair = 2 * kPanelRows;
+
+// One tile: rows [0, R) of x against the 32 columns of a panel pair (w: the first
+// panel's block start; the second panel is pstride floats on), over kc input columns.
+// Starts from out's values with `accumulate` (a later k block), else from zero; adds
+// `bias` (null but on the last block) and stores the first `cols` (1..32) columns.
+template <int R>
+ORCA_AVX512 void TileAvx512(int kc, const float* x, int64_t ldx, const float* w, int64_t pstride,
+                            float* out, int64_t ldo, int cols, const float* bias, bool accumulate) {
+  const __mmask16 m0 = FirstLanes(cols), m1 = FirstLanes(std::max(0, cols - kPanelRows));
+  __m512 a0[R], a1[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    a0[r] = accumulate ? _mm512_maskz_loadu_ps(m0, out + r * ldo) : _mm512_setzero_ps();
+    a1[r] = accumulate ? _mm512_maskz_loadu_ps(m1, out + r * ldo + 16) : _mm512_setzero_ps();
+  }
+  const float* w1 = w + pstride;
+  for (int c = 0; c < kc; ++c) {
+    const __m512 v0 = _mm512_loadu_ps(w + c * kPanelRows);
+    const __m512 v1 = _mm512_loadu_ps(w1 + c * kPanelRows);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 xb = _mm512_set1_ps(x[r * ldx + c]);
+      a0[r] = _mm512_fmadd_ps(xb, v0, a0[r]);
+      a1[r] = _mm512_fmadd_ps(xb, v1, a1[r]);
+    }
+  }
+  if (bias != nullptr) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, bias), b1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      a0[r] = _mm512_add_ps(a0[r], b0);
+      a1[r] = _mm512_add_ps(a1[r], b1);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_ps(out + r * ldo, m0, a0[r]);
+    _mm512_mask_storeu_ps(out + r * ldo + 16, m1, a1[r]);
+  }
+}
+
+// As TileAvx512 with 8 lanes, over one panel (16 columns, `cols` of them stored) and up
+// to 6 rows: 12 accumulators, two weight vectors and a broadcast in the 16 registers.
+template <int R>
+__attribute__((target("avx2,fma"))) void TileAvx2(int kc, const float* x, int64_t ldx,
+                                                  const float* w, float* out, int64_t ldo, int cols,
+                                                  const float* bias, bool accumulate) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
+  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), lane);
+  __m256 a0[R], a1[R];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    a0[r] = accumulate ? _mm256_maskload_ps(out + r * ldo, m0) : _mm256_setzero_ps();
+    a1[r] = accumulate ? _mm256_maskload_ps(out + r * ldo + 8, m1) : _mm256_setzero_ps();
+  }
+  for (int c = 0; c < kc; ++c) {
+    const __m256 v0 = _mm256_loadu_ps(w + c * kPanelRows);
+    const __m256 v1 = _mm256_loadu_ps(w + c * kPanelRows + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 xb = _mm256_broadcast_ss(x + r * ldx + c);
+      a0[r] = _mm256_fmadd_ps(xb, v0, a0[r]);
+      a1[r] = _mm256_fmadd_ps(xb, v1, a1[r]);
+    }
+  }
+  if (bias != nullptr) {
+    const __m256 b0 = _mm256_maskload_ps(bias, m0), b1 = _mm256_maskload_ps(bias + 8, m1);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      a0[r] = _mm256_add_ps(a0[r], b0);
+      a1[r] = _mm256_add_ps(a1[r], b1);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    _mm256_maskstore_ps(out + r * ldo, m0, a0[r]);
+    _mm256_maskstore_ps(out + r * ldo + 8, m1, a1[r]);
+  }
+}
+
+// The portable tile: `rows` rows against one panel's first `cols` columns.
+void TileScalar(int rows, int kc, const float* x, int64_t ldx, const float* w, float* out,
+                int64_t ldo, int cols, const float* bias, bool accumulate) {
+  for (int r = 0; r < rows; ++r) {
+    for (int l = 0; l < cols; ++l) {
+      float acc = accumulate ? out[r * ldo + l] : 0.0f;
+      for (int c = 0; c < kc; ++c) acc += x[r * ldx + c] * w[c * kPanelRows + l];
+      out[r * ldo + l] = bias != nullptr ? acc + bias[l] : acc;
+    }
+  }
+}
+
+using Avx512Tile = void (*)(int, const float*, int64_t, const float*, int64_t, float*, int64_t, int,
+                            const float*, bool);
+using Avx2Tile = void (*)(int, const float*, int64_t, const float*, float*, int64_t, int,
+                          const float*, bool);
+
+constexpr int kAvx512MaxRows = 8;
+constexpr int kAvx2MaxRows = 6;
+
+Avx512Tile Avx512TileFor(int rows) {
+  static const Avx512Tile table[] = {nullptr,       TileAvx512<1>, TileAvx512<2>,
+                                     TileAvx512<3>, TileAvx512<4>, TileAvx512<5>,
+                                     TileAvx512<6>, TileAvx512<7>, TileAvx512<8>};
+  return table[rows];
+}
+
+Avx2Tile Avx2TileFor(int rows) {
+  static const Avx2Tile table[] = {nullptr,     TileAvx2<1>, TileAvx2<2>, TileAvx2<3>,
+                                   TileAvx2<4>, TileAvx2<5>, TileAvx2<6>};
+  return table[rows];
+}
+
+// Every row of x against one panel pair's columns [j0, j0 + cols) over input columns
+// [c0, c0 + kc) (panel: the pair's first panel at column 0).
+void PanelPairBlock(SimdLevel level, int m, int k, int c0, int kc, const float* x, int64_t ldx,
+                    const float* panel, int64_t j0, int cols, const float* bias, float* out,
+                    int64_t ldo) {
+  const int64_t pstride = int64_t{k} * kPanelRows;
+  const bool accumulate = c0 > 0;
+  const float* b = c0 + kc >= k && bias != nullptr ? bias + j0 : nullptr;
+  const float* xs = x + c0;
+  const float* ws = panel + int64_t{c0} * kPanelRows;
+  float* o = out + j0;
+  if (level == SimdLevel::kAvx512) {
+    for (int r = 0; r < m; r += kAvx512MaxRows) {
+      const int rows = std::min(kAvx512MaxRows, m - r);
+      Avx512TileFor(rows)(kc, xs + r * ldx, ldx, ws, pstride, o + r * ldo, ldo, cols, b,
+                          accumulate);
+    }
+    return;
+  }
+  for (int half = 0; half < 2 && cols > half * kPanelRows; ++half) {
+    const int hc = std::min(kPanelRows, cols - half * kPanelRows);
+    const float* wh = ws + half * pstride;
+    float* oh = o + half * kPanelRows;
+    const float* bh = b != nullptr ? b + half * kPanelRows : nullptr;
+    for (int r = 0; r < m; r += kAvx2MaxRows) {
+      const int rows = std::min(kAvx2MaxRows, m - r);
+      if (level == SimdLevel::kAvx2) {
+        Avx2TileFor(rows)(kc, xs + r * ldx, ldx, wh, oh + r * ldo, ldo, hc, bh, accumulate);
+      } else {
+        TileScalar(rows, kc, xs + r * ldx, ldx, wh, oh + r * ldo, ldo, hc, bh, accumulate);
+      }
+    }
+  }
+}
+
+// Rows of the packed form of an [n, *] weight.
+int64_t PackedRows(int64_t n) {
+  return (n + kPackedRowMultiple - 1) / kPackedRowMultiple * kPackedRowMultiple;
+}
+
+}  // namespace
+
+int64_t PackedWeightFloats(int64_t n, int64_t k) { return PackedRows(n) * k; }
+
+void PackWeights(const float* w, int64_t n, int64_t k, float* packed) {
+  const int64_t panels = PackedRows(n) / kPanelRows;
+  for (int64_t p = 0; p < panels; ++p) {
+    float* dst = packed + p * k * kPanelRows;
+    for (int64_t l = 0; l < kPanelRows; ++l) {
+      const int64_t j = p * kPanelRows + l;
+      for (int64_t c = 0; c < k; ++c) dst[c * kPanelRows + l] = j < n ? w[j * k + c] : 0.0f;
+    }
+  }
+}
+
+void UnpackWeightRow(const float* packed, int64_t k, int64_t j, float* dst) {
+  const float* src = packed + (j / kPanelRows) * k * kPanelRows + j % kPanelRows;
+  for (int64_t c = 0; c < k; ++c) dst[c] = src[c * kPanelRows];
+}
+
+void PackedGemm(int m, int n, int k, const float* x, int64_t ldx, const float* packed,
+                const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
+                SimdLevel level) {
+  if (m <= 0 || n <= 0) return;
+  level = std::min(level, CpuMaxSimdLevel());
+  const int64_t pairs = (n + kPanelPair - 1) / kPanelPair;
+  parallel_for(pairs, [&](int64_t q) {
+    const int64_t j0 = q * kPanelPair;
+    const int cols = static_cast<int>(std::min<int64_t>(kPanelPair, n - j0));
+    const float* panel = packed + j0 * k;
+    int c0 = 0;
+    do {  // once at least: k == 0 gives the bias (or zeros)
+      const int kc = std::min(kPackedKBlock, k - c0);
+      PanelPairBlock(level, m, k, c0, kc, x, ldx, panel, j0, cols, bias, out, ldo);
+      c0 += kc;
+    } while (c0 < k);
+  });
+}
+
+}  // namespace orca

@@ -1,0 +1,51 @@
+// Float32 GEMMs on linear weights packed once at load, for every batch size:
+//
+//   out[m, n] = x[m, :] . w[n, :] (+ bias[n])
+//
+// A weight [n, k] is stored as panels of kPanelRows (16) output rows, each panel k-major
+// (element (j, c) at ((j / 16) * k + c) * 16 + j % 16), the rows padded with zeros to a
+// multiple of kPackedRowMultiple. A kernel step loads the 16 (AVX-512: 32) weights of
+// one input column c, contiguous, and multiplies them by x[r, c] broadcast for up to 8
+// rows r at once, keeping every partial sum of the tile in registers to the end of k:
+// two weight loads and eight broadcasts per sixteen FMAs, no per-output horizontal sums,
+// and one sequential stream of weights. Row-major weights force either those horizontal
+// sums (SmallGemm: 44-64 % of sgemm's rate at 16 rows) or a pack of the whole matrix on
+// every call (sgemm); packed once, a 16-row product runs at about the rate of a large
+// one, and large ones at about sgemm's (docs/benchmarks.md, "Packed weights").
+//
+// Paths by SimdLevel: AVX-512 (tiles of up to 8 rows by 32 columns), AVX2+FMA (up to
+// 6 rows by 16 columns), and a portable loop; sums run in float32 over c in order, in
+// blocks of kPackedKBlock columns (so a panel's block stays in the core's cache while
+// every row of x goes past it). Thread-safe; `parallel_for` spreads the panel pairs.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend/cpu/simd.h"
+#include "engine/backend/cpu/small_gemm.h"
+
+namespace orca {
+
+inline constexpr int kPanelRows = 16;
+inline constexpr int kPackedRowMultiple = 2 * kPanelRows;  // the AVX-512 tile's width
+inline constexpr int kPackedKBlock = 2048;
+
+// Floats the packed form of an [n, k] weight takes.
+int64_t PackedWeightFloats(int64_t n, int64_t k);
+
+// packed = w [n, k] (row-major, contiguous) in the layout above; `packed` holds
+// PackedWeightFloats(n, k) floats.
+void PackWeights(const float* w, int64_t n, int64_t k, float* packed);
+
+// dst = row j of the [*, k] weight `packed` holds (k floats).
+void UnpackWeightRow(const float* packed, int64_t k, int64_t j, float* dst);
+
+// x: [m, k] with row stride ldx; packed: PackWeights of an [n, k] weight; out: [m, n]
+// with row stride ldo (only columns [0, n) are written); bias may be null.
+// parallel_for(count, fn) must run fn(i) for i in [0, count). `level` above the CPU's
+// is lowered to it.
+void PackedGemm(int m, int n, int k, const float* x, int64_t ldx, const float* packed,
+                const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
+                SimdLevel level = CpuSimdLevel());
+
+}  // namespace orca
