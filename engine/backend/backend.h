@@ -55,17 +55,18 @@ struct Tensor {
   float* f32() const { return static_cast<float*>(data); }
   // Returns rows [begin, begin + count) as a view.
   Tensor Rows(int64_t begin, int64_t count) const {
-    return Tensor{static_cast<char*>(data) + begin * ld() * DTypeSize(dtype),
-                  dtype,
-                  count,
-                  cols,
-                  stride,
-                  layout};
+    Tensor view = *this;
+    view.data = static_cast<char*>(data) + begin * ld() * DTypeSize(dtype);
+    view.rows = count;
+    return view;
   }
   // Returns columns [begin, begin + count) as a strided view.
   Tensor Cols(int64_t begin, int64_t count) const {
-    return Tensor{
-        static_cast<char*>(data) + begin * DTypeSize(dtype), dtype, rows, count, ld(), layout};
+    Tensor view = *this;
+    view.data = static_cast<char*>(data) + begin * DTypeSize(dtype);
+    view.cols = count;
+    view.stride = ld();
+    return view;
   }
 };
 
