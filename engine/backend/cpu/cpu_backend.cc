@@ -124,8 +124,9 @@ class CpuBackend : public Backend {
   void Embedding(const int32_t* ids, int64_t n, const Tensor& table, Tensor out,
                  bool accumulate) override {
     const int64_t h = table.cols;
-    std::vector<float> row(table.dtype == DType::kF32 ? 0 : static_cast<size_t>(h));
-    if (table.layout == TensorLayout::kPackedPanels) row.resize(static_cast<size_t>(h));
+    // Rows that are not contiguous float32 in the table are copied out through `row`.
+    const bool in_place = table.dtype == DType::kF32 && table.layout == TensorLayout::kRowMajor;
+    std::vector<float> row(in_place ? 0 : static_cast<size_t>(h));
     for (int64_t i = 0; i < n; ++i) {
       const size_t first = static_cast<size_t>(ids[i]) * static_cast<size_t>(h);
       const float* src = row.data();
