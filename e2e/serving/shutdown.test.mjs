@@ -8,14 +8,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readSse, startServer, skipOrFail } from './orca_server.mjs';
 
-// Enough work that generating it to its end takes far longer than the drain: 4 x 64
-// choices of 480 tokens, 4 sequences an iteration (one request alone takes 2.5 s on a
-// 2-core AMD EPYC; with 16 an iteration it took 2.1 s and finished within a 3 s drain).
+// Enough work that generating it to its end takes far longer than the drain: 4 x 128
+// choices of 480 tokens, 2 sequences an iteration (on a 2-core AMD EPYC with packed
+// weights, 64 choices at 4 an iteration finished within a 3 s drain).
 const kRequests = 4;
 const kExitBoundMs = 5000;
 
 function body(extra) {
-  return JSON.stringify({ prompt: 'Once upon a time', max_tokens: 480, ignore_eos: true, n: 64,
+  return JSON.stringify({ prompt: 'Once upon a time', max_tokens: 480, ignore_eos: true, n: 128,
                           temperature: 0.8, ...extra });
 }
 
@@ -23,7 +23,7 @@ test('SIGTERM fails open requests retriably and exits 0 within seconds', async (
   if (skipOrFail(t)) return;
   // The drain lets in-flight requests run for up to --shutdown-timeout (less the time kept
   // for closing); this work cannot finish in 1 s, so it ends in retriable errors.
-  const server = await startServer(['--max-batch-size', '4', '--shutdown-timeout', '1']);
+  const server = await startServer(['--max-batch-size', '2', '--shutdown-timeout', '1']);
   try {
     const url = `${server.baseURL}/v1/completions`;
     const headers = { 'Content-Type': 'application/json' };
@@ -32,7 +32,10 @@ test('SIGTERM fails open requests retriably and exits 0 within seconds', async (
         .then(async (res) => ({ status: res.status, retryAfter: res.headers.get('retry-after'),
                                 json: await res.json() }))
         .catch((error) => ({ error })));
-    const streamed = await fetch(url, { method: 'POST', headers, body: body({ stream: true, n: 1 }) });
+    // The stream asks for as much work as the others: with one choice it could be admitted
+    // first and generate its 480 tokens within the 1 s drain (it did once under ASan),
+    // ending in finish_reason "length" instead of the error this test waits for.
+    const streamed = await fetch(url, { method: 'POST', headers, body: body({ stream: true }) });
     assert.equal(streamed.status, 200);
     const streamDone = readSse(streamed);
     // Generation is under way once the queue shows the requests running.
