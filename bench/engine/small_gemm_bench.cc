@@ -10,16 +10,24 @@
 // batches; BM_Sgemm times OpenBLAS's sgemm (sgemv for one row) on the same shapes, the
 // row-major paths' choice from 17 rows.
 //
+// BM_PackedGemmBf16 times packed_gemm_bf16.h (bfloat16 weights packed once; bfloat16
+// products from 8 rows where the CPU has AVX512_BF16) against BM_RowMajorBf16, the
+// backend's row-major bfloat16 paths (SmallGemm below 8 rows, oneDNN from 8 where
+// available), on the same shapes.
+//
 // usage: orca-bench-small-gemm [google benchmark flags]
 //   BM_SmallGemm/<level>/<rows>/<n>/<k>, level 1 AVX2, 2 AVX-512; BM_PackedGemm likewise;
-//   BM_Sgemm/0/<rows>/<n>/<k>.
+//   BM_Sgemm/0/<rows>/<n>/<k>; BM_PackedGemmBf16/2/... and BM_RowMajorBf16/2/... .
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <random>
+#include <thread>
 #include <vector>
 
+#include "engine/backend/cpu/onednn_gemm.h"
 #include "engine/backend/cpu/packed_gemm.h"
+#include "engine/backend/cpu/packed_gemm_bf16.h"
 #include "engine/backend/cpu/small_gemm.h"
 #include "engine/common/thread_pool.h"
 
@@ -41,12 +49,18 @@ struct Gemm {
     for (float& v : x) v = u(rng);
     for (float& v : w) v = u(rng);
   }
-  void Report(benchmark::State& state) const {
+  void Report(benchmark::State& state, double bytes_per_weight = 4.0) const {
     const double iters = static_cast<double>(state.iterations());
     state.counters["GFLOPs"] =
         benchmark::Counter(2.0 * m * n * k * iters / 1e9, benchmark::Counter::kIsRate);
     state.counters["weight_GBs"] =
-        benchmark::Counter(4.0 * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+        benchmark::Counter(bytes_per_weight * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+  }
+  // w as bfloat16 bits.
+  std::vector<uint16_t> Bf16Weights() const {
+    std::vector<uint16_t> w16(w.size());
+    for (size_t i = 0; i < w.size(); ++i) w16[i] = F32ToBf16(w[i]);
+    return w16;
   }
   int m, n, k;
   std::vector<float> x, w, out;
@@ -94,6 +108,46 @@ void BM_PackedGemm(benchmark::State& state) {
   g.Report(state);
 }
 
+void BM_PackedGemmBf16(benchmark::State& state) {
+  if (!LevelRunsHere(state)) return;
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  Gemm g(state);
+  std::vector<uint16_t> packed(PackedWeightBf16Elements(g.n, g.k));
+  PackWeightsBf16(g.Bf16Weights().data(), g.n, g.k, packed.data());
+  for (auto _ : state) {
+    PackedGemmBf16(g.m, g.n, g.k, g.x.data(), g.k, packed.data(), nullptr, g.out.data(), g.n,
+                   PoolParallelFor(), level);
+    benchmark::DoNotOptimize(g.out.data());
+  }
+  g.Report(state, 2.0);
+}
+
+void BM_RowMajorBf16(benchmark::State& state) {
+  if (!LevelRunsHere(state)) return;
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  Gemm g(state);
+  const std::vector<uint16_t> w16 = g.Bf16Weights();
+  static OneDnnBf16Gemm* onednn =
+      OneDnnBf16Gemm::Available()
+          ? new OneDnnBf16Gemm(static_cast<int>(std::thread::hardware_concurrency()))
+          : nullptr;
+  const bool use_onednn = onednn != nullptr && g.m >= kOneDnnBf16MinRows;
+  if (!use_onednn && g.m > kSmallGemmMaxRows) {
+    state.SkipWithError("no row-major bfloat16 path for these rows here");
+    return;
+  }
+  for (auto _ : state) {
+    if (use_onednn) {
+      onednn->Run(g.m, g.n, g.k, g.x.data(), g.k, w16.data(), nullptr, g.out.data(), g.n);
+    } else {
+      SmallGemm(g.m, g.n, g.k, g.x.data(), g.k, reinterpret_cast<const Bf16*>(w16.data()), nullptr,
+                g.out.data(), g.n, PoolParallelFor(), level);
+    }
+    benchmark::DoNotOptimize(g.out.data());
+  }
+  g.Report(state, 2.0);
+}
+
 void BM_Sgemm(benchmark::State& state) {
   Gemm g(state);
   for (auto _ : state) {
@@ -136,6 +190,8 @@ void PackedShapes(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_PackedGemm)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_PackedGemmBf16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_RowMajorBf16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void SgemmShapes(benchmark::internal::Benchmark* b) {
   for (int rows : kPackedRows) {

@@ -1,5 +1,6 @@
 // The CPU backend: packed-panel GEMMs for float32 linear weights (packed_gemm.h, packed
-// once at load), OpenBLAS and oneDNN for the others, a thread pool for attention and
+// once at load) and for bfloat16 ones on AVX-512 CPUs (packed_gemm_bf16.h), OpenBLAS and
+// oneDNN for the others, a thread pool for attention and
 // element-wise work. Computes in float32; weights are float32, float16 or bfloat16
 // (16-bit ones are widened exactly where they are read: small_gemm.h, Linear), the KV
 // cache float32, float16 or bfloat16 (attention_kernel.h). It is also the reference
@@ -20,6 +21,7 @@
 #include "engine/backend/cpu/attention_kernel.h"
 #include "engine/backend/cpu/onednn_gemm.h"
 #include "engine/backend/cpu/packed_gemm.h"
+#include "engine/backend/cpu/packed_gemm_bf16.h"
 #include "engine/backend/cpu/small_gemm.h"
 #include "engine/common/cpu_limit.h"
 #include "engine/common/status_macros.h"
@@ -87,17 +89,26 @@ class CpuBackend : public Backend {
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
   // float32 weights are packed into panels (packed_gemm.h): at 16 rows 2-3.5x the rate of
-  // the row-major kernels, and above sgemm's at prefill sizes (docs/benchmarks.md).
-  // ORCA_CPU_PACKED=0 keeps them row-major (benchmarks compare the two in one build).
+  // the row-major kernels, and above sgemm's at prefill sizes (docs/benchmarks.md);
+  // bfloat16 ones too where the CPU has AVX-512 (packed_gemm_bf16.h: bfloat16 products
+  // from 8 rows where it has AVX512_BF16). ORCA_CPU_PACKED=0 keeps them row-major
+  // (benchmarks compare the two in one build).
   absl::StatusOr<Tensor> UploadLinearWeight(const void* host, DType dtype, int64_t rows,
                                             int64_t cols,
                                             std::unique_ptr<DeviceBuffer>* storage) override {
     if (!Packs(dtype)) return Backend::UploadLinearWeight(host, dtype, rows, cols, storage);
-    ORCA_ASSIGN_OR_RETURN(*storage,
-                          Allocate(static_cast<size_t>(PackedWeightFloats(rows, cols)) * 4));
-    PackWeights(static_cast<const float*>(host), rows, cols,
-                static_cast<float*>((*storage)->data()));
-    return Tensor{(*storage)->data(), DType::kF32, rows, cols, 0, TensorLayout::kPackedPanels};
+    if (dtype == DType::kBF16) {
+      ORCA_ASSIGN_OR_RETURN(
+          *storage, Allocate(static_cast<size_t>(PackedWeightBf16Elements(rows, cols)) * 2));
+      PackWeightsBf16(static_cast<const uint16_t*>(host), rows, cols,
+                      static_cast<uint16_t*>((*storage)->data()));
+    } else {
+      ORCA_ASSIGN_OR_RETURN(*storage,
+                            Allocate(static_cast<size_t>(PackedWeightFloats(rows, cols)) * 4));
+      PackWeights(static_cast<const float*>(host), rows, cols,
+                  static_cast<float*>((*storage)->data()));
+    }
+    return Tensor{(*storage)->data(), dtype, rows, cols, 0, TensorLayout::kPackedPanels};
   }
   // Whether UploadLinearWeight packs weights of `dtype`.
   static bool Packs(DType dtype) {
@@ -105,7 +116,8 @@ class CpuBackend : public Backend {
       const char* env = std::getenv("ORCA_CPU_PACKED");
       return env == nullptr || std::strcmp(env, "0") != 0;
     }();
-    return enabled && dtype == DType::kF32;
+    return enabled && (dtype == DType::kF32 ||
+                       (dtype == DType::kBF16 && CpuSimdLevel() == SimdLevel::kAvx512));
   }
 
   MemoryInfo GetMemoryInfo() const override {
@@ -130,7 +142,9 @@ class CpuBackend : public Backend {
     for (int64_t i = 0; i < n; ++i) {
       const size_t first = static_cast<size_t>(ids[i]) * static_cast<size_t>(h);
       const float* src = row.data();
-      if (table.layout == TensorLayout::kPackedPanels) {  // a tied LM head
+      if (table.layout == TensorLayout::kPackedPanels && table.dtype == DType::kBF16) {
+        UnpackWeightRowBf16(static_cast<const uint16_t*>(table.data), h, ids[i], row.data());
+      } else if (table.layout == TensorLayout::kPackedPanels) {  // a tied LM head
         UnpackWeightRow(table.f32(), h, ids[i], row.data());
       } else if (table.dtype == DType::kF32) {
         src = table.f32() + first;
@@ -150,11 +164,13 @@ class CpuBackend : public Backend {
   // float32 weights: packed ones through PackedGemm at every size; row-major ones (a
   // table serving as LM head where packing is off, tests) through OpenBLAS (sgemv for one
   // row, sgemm from 17), SmallGemm between.
-  // 16-bit weights (stored as the checkpoint has them, half the bytes to stream):
-  // bfloat16 ones from kOneDnnBf16MinRows rows go through oneDNN where the CPU multiplies
-  // bfloat16 pairs (onednn_gemm.h: activations rounded to bfloat16, about 2x sgemm's
-  // rate); the rest through SmallGemm up to 16 rows (widening in registers) and
-  // WidenedGemm beyond, both in float32 arithmetic.
+  // 16-bit weights (stored as the checkpoint has them, half the bytes to stream): packed
+  // bfloat16 ones through PackedGemmBf16 at every size (bfloat16 products from
+  // kPackedBf16DotMinRows rows where the CPU has them); row-major bfloat16 ones from
+  // kOneDnnBf16MinRows rows go through oneDNN where the CPU multiplies bfloat16 pairs
+  // (onednn_gemm.h: activations rounded to bfloat16, about 2x sgemm's rate); the rest through
+  // SmallGemm up to 16 rows (widening in registers) and WidenedGemm beyond, both in float32
+  // arithmetic.
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) override {
     const int m = static_cast<int>(x.rows), k = static_cast<int>(x.cols),
               n = static_cast<int>(w.rows);
@@ -166,6 +182,11 @@ class CpuBackend : public Backend {
                                                  const std::function<void(int64_t)>& fn) {
       ParallelFor(tasks, int64_t{m} * n * k, fn);
     };
+    if (w.layout == TensorLayout::kPackedPanels && w.dtype == DType::kBF16) {
+      PackedGemmBf16(m, n, k, x.f32(), lda, static_cast<const uint16_t*>(w.data), b, out.f32(), ldc,
+                     spread);
+      return;
+    }
     if (w.layout == TensorLayout::kPackedPanels) {
       PackedGemm(m, n, k, x.f32(), lda, w.f32(), b, out.f32(), ldc, spread);
       return;
@@ -367,11 +388,16 @@ class CpuBackend : public Backend {
       }
       const T** krow = reinterpret_cast<const T**>(krow_buf.data());
       const T** vrow = reinterpret_cast<const T**>(vrow_buf.data());
-      for (int32_t j = 0; j < kv_len; ++j) {
-        const int64_t slot =
-            int64_t{table[j / shape.block_size]} * shape.block_size + j % shape.block_size;
-        krow[j] = kc + shape.Offset(slot, kvh);
-        vrow[j] = vc + shape.Offset(slot, kvh);
+      // A block's rows of one head lie one after another (KvCacheShape::Offset): one
+      // offset per block, not a division per key (which cost as much as the attention
+      // itself at 512-token contexts).
+      for (int32_t j = 0, b = 0; j < kv_len; ++b) {
+        const int64_t first = shape.Offset(int64_t{table[b]} * shape.block_size, kvh);
+        const int32_t rows = std::min(shape.block_size, kv_len - j);
+        for (int32_t t = 0; t < rows; ++t, ++j) {
+          krow[j] = kc + first + int64_t{t} * d;
+          vrow[j] = vc + first + int64_t{t} * d;
+        }
       }
       for (int32_t h = first_head; h < first_head + heads_per_task; ++h) {
         AttendOneHead(d, q_len, kv_len, q.f32() + int64_t{q_begin} * q.ld() + int64_t{h} * d,

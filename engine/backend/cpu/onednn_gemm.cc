@@ -13,31 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "engine/backend/cpu/simd.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #endif
 
 namespace orca {
 
 #ifdef ORCA_HAVE_ONEDNN
-
-namespace {
-
-// AVX512_BF16 (every CPU with AMX-BF16 has it too): vdpbf16ps, and vcvtneps2bf16 below.
-bool CpuHasBf16DotProducts() { return __builtin_cpu_supports("avx512bf16"); }
-
-// n float32 values as bfloat16, rounded to nearest even (NaN stays NaN), 16 at a time.
-__attribute__((target("avx512f,avx512bf16,avx512vl,avx512bw"))) void RoundToBf16(const float* src,
-                                                                                 int n,
-                                                                                 uint16_t* dst) {
-  int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256bh b = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + i));
-    std::memcpy(dst + i, &b, sizeof(b));
-  }
-  for (; i < n; ++i) dst[i] = F32ToBf16(src[i]);
-}
-
-}  // namespace
 
 struct OneDnnBf16Gemm::Impl {
   Impl(dnnl::engine e, int t) : threads(t), engine(std::move(e)), stream(engine) {}
@@ -72,7 +54,7 @@ bool OneDnnBf16Gemm::Available() {
   static const bool available = [] {
     const char* env = std::getenv("ORCA_CPU_ONEDNN");
     if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-    return CpuHasBf16DotProducts();
+    return CpuHasBf16Dots();
   }();
   return available;
 }

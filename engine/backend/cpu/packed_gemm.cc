@@ -5,6 +5,8 @@
 
 #include "engine/backend/cpu/packed_gemm.h"
 
+#include "engine/backend/cpu/packed_tile.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -12,7 +14,8 @@
 namespace orca {
 namespace {
 
-constexpr int64_t kPanelPair = 2 * kPanelRows;
+using packed_internal::kAvx512MaxRows;
+using packed_internal::TileSums;
 
 // One tile: rows [0, R) of x against the 32 columns of a panel pair (w: the first
 // panel's block start; the second panel is pstride floats on), over kc input columns.
@@ -21,13 +24,7 @@ constexpr int64_t kPanelPair = 2 * kPanelRows;
 template <int R>
 ORCA_AVX512 void TileAvx512(int kc, const float* x, int64_t ldx, const float* w, int64_t pstride,
                             float* out, int64_t ldo, int cols, const float* bias, bool accumulate) {
-  const __mmask16 m0 = FirstLanes(cols), m1 = FirstLanes(std::max(0, cols - kPanelRows));
-  __m512 a0[R], a1[R];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    a0[r] = accumulate ? _mm512_maskz_loadu_ps(m0, out + r * ldo) : _mm512_setzero_ps();
-    a1[r] = accumulate ? _mm512_maskz_loadu_ps(m1, out + r * ldo + 16) : _mm512_setzero_ps();
-  }
+  TileSums<R> t(out, ldo, cols, accumulate);
   const float* w1 = w + pstride;
   for (int c = 0; c < kc; ++c) {
     const __m512 v0 = _mm512_loadu_ps(w + c * kPanelRows);
@@ -35,23 +32,11 @@ ORCA_AVX512 void TileAvx512(int kc, const float* x, int64_t ldx, const float* w,
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 xb = _mm512_set1_ps(x[r * ldx + c]);
-      a0[r] = _mm512_fmadd_ps(xb, v0, a0[r]);
-      a1[r] = _mm512_fmadd_ps(xb, v1, a1[r]);
+      t.a0[r] = _mm512_fmadd_ps(xb, v0, t.a0[r]);
+      t.a1[r] = _mm512_fmadd_ps(xb, v1, t.a1[r]);
     }
   }
-  if (bias != nullptr) {
-    const __m512 b0 = _mm512_maskz_loadu_ps(m0, bias), b1 = _mm512_maskz_loadu_ps(m1, bias + 16);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      a0[r] = _mm512_add_ps(a0[r], b0);
-      a1[r] = _mm512_add_ps(a1[r], b1);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    _mm512_mask_storeu_ps(out + r * ldo, m0, a0[r]);
-    _mm512_mask_storeu_ps(out + r * ldo + 16, m1, a1[r]);
-  }
+  t.Store(bias, out, ldo);
 }
 
 // As TileAvx512 with 8 lanes, over one panel (16 columns, `cols` of them stored) and up
@@ -111,7 +96,6 @@ using Avx512Tile = void (*)(int, const float*, int64_t, const float*, int64_t, f
 using Avx2Tile = void (*)(int, const float*, int64_t, const float*, float*, int64_t, int,
                           const float*, bool);
 
-constexpr int kAvx512MaxRows = 8;
 constexpr int kAvx2MaxRows = 6;
 
 Avx512Tile Avx512TileFor(int rows) {
@@ -162,12 +146,9 @@ void PanelPairBlock(SimdLevel level, int m, int k, int c0, int kc, const float* 
   }
 }
 
-// Rows of the packed form of an [n, *] weight.
-int64_t PackedRows(int64_t n) {
-  return (n + kPackedRowMultiple - 1) / kPackedRowMultiple * kPackedRowMultiple;
-}
-
 }  // namespace
+
+using packed_internal::PackedRows;
 
 int64_t PackedWeightFloats(int64_t n, int64_t k) { return PackedRows(n) * k; }
 
@@ -192,18 +173,10 @@ void PackedGemm(int m, int n, int k, const float* x, int64_t ldx, const float* p
                 SimdLevel level) {
   if (m <= 0 || n <= 0) return;
   level = std::min(level, CpuMaxSimdLevel());
-  const int64_t pairs = (n + kPanelPair - 1) / kPanelPair;
-  parallel_for(pairs, [&](int64_t q) {
-    const int64_t j0 = q * kPanelPair;
-    const int cols = static_cast<int>(std::min<int64_t>(kPanelPair, n - j0));
-    const float* panel = packed + j0 * k;
-    int c0 = 0;
-    do {  // once at least: k == 0 gives the bias (or zeros)
-      const int kc = std::min(kPackedKBlock, k - c0);
-      PanelPairBlock(level, m, k, c0, kc, x, ldx, panel, j0, cols, bias, out, ldo);
-      c0 += kc;
-    } while (c0 < k);
-  });
+  packed_internal::ForEachPanelPairBlock(
+      n, k, parallel_for, [&](int64_t j0, int cols, int c0, int kc) {
+        PanelPairBlock(level, m, k, c0, kc, x, ldx, packed + j0 * k, j0, cols, bias, out, ldo);
+      });
 }
 
 }  // namespace orca

@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -97,6 +98,27 @@ ORCA_AVX512 inline __m512 LoadPart16(const Fp16* p, __mmask16 mask) {
 ORCA_AVX512 inline __m512 LoadPart16(const Bf16* p, __mmask16 mask) {
   const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+#define ORCA_AVX512_BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,f16c")))
+
+// Whether the CPU multiplies bfloat16 pairs: AVX512_BF16's vdpbf16ps (every CPU with
+// AMX-BF16 has it too), and its vcvtneps2bf16. Not implied by any SimdLevel.
+inline bool CpuHasBf16Dots() {
+  static const bool has = __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
+// dst = the n floats of src as bfloat16 bits, rounded to nearest even (NaN stays NaN),
+// sixteen at a time. Only where CpuHasBf16Dots().
+ORCA_AVX512_BF16 inline void RoundToBf16(const float* src, int n, uint16_t* dst) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256bh b = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + i));
+    std::memcpy(dst + i, &b, sizeof(b));
+  }
+  for (; i < n; ++i) dst[i] = F32ToBf16(src[i]);
 }
 
 // The mask selecting the first n (0..16) of sixteen lanes.

@@ -3,8 +3,9 @@
 // bfloat16 products where this CPU has them), with and without bias and with strided
 // activations and outputs, against a float64 product over the same values: the weights
 // widened exactly, and the activations rounded to bfloat16 where the path says it does
-// (onednn_gemm.h); float32 weights also as UploadLinearWeight packs them. Embedding over
-// 16-bit tables and over a packed table (a tied LM head).
+// (onednn_gemm.h, packed_gemm_bf16.h); every weight also as UploadLinearWeight stores
+// it (float32 packed, and bfloat16 where the CPU has AVX-512). Embedding over 16-bit
+// tables and over packed tables (a tied LM head).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/onednn_gemm.h"
+#include "engine/backend/cpu/packed_gemm_bf16.h"
 #include "engine/common/dtype.h"
 
 namespace orca {
@@ -45,8 +47,9 @@ TEST(CpuLinearTest, EveryPathMatchesAFloat64Product) {
     std::unique_ptr<DeviceBuffer> storage;
     auto uploaded = backend->UploadLinearWeight(row_major.data, dtype, n, k, &storage);
     ASSERT_TRUE(uploaded.ok()) << uploaded.status();
-    ASSERT_EQ(uploaded->layout,
-              dtype == DType::kF32 ? TensorLayout::kPackedPanels : TensorLayout::kRowMajor);
+    const bool packs =
+        dtype == DType::kF32 || (dtype == DType::kBF16 && CpuSimdLevel() == SimdLevel::kAvx512);
+    ASSERT_EQ(uploaded->layout, packs ? TensorLayout::kPackedPanels : TensorLayout::kRowMajor);
     const Tensor b{bias.data(), DType::kF32, 1, n, 0};
     for (const Tensor& w : {row_major, *uploaded})
       for (int m : {1, 2, 5, 7, 8, 16, 17, 64, 150}) {
@@ -56,8 +59,11 @@ TEST(CpuLinearTest, EveryPathMatchesAFloat64Product) {
           for (float& v : x) v = nd(rng);
           backend->Linear(Tensor{x.data(), DType::kF32, m, k, ldx}, w, with_bias ? &b : nullptr,
                           Tensor{out.data(), DType::kF32, m, n, ldo});
+          const bool packed = w.layout == TensorLayout::kPackedPanels;
           const bool bf16_products =
-              dtype == DType::kBF16 && m >= kOneDnnBf16MinRows && OneDnnBf16Gemm::Available();
+              dtype == DType::kBF16 &&
+              (packed ? PackedGemmBf16RoundsActivations(m)
+                      : m >= kOneDnnBf16MinRows && OneDnnBf16Gemm::Available());
           for (int r = 0; r < m; ++r) {
             for (int j = 0; j < n; ++j) {
               double ref = with_bias ? bias[j] : 0.0, mag = std::abs(ref);
@@ -71,7 +77,7 @@ TEST(CpuLinearTest, EveryPathMatchesAFloat64Product) {
               ASSERT_NEAR(out[r * ldo + j], ref, 2e-6 * mag + 1e-6)
                   << DTypeName(dtype) << (w.layout == TensorLayout::kPackedPanels ? " packed" : "")
                   << " m=" << m << " bias " << with_bias << " row " << r << " col " << j
-                  << (bf16_products ? " (oneDNN bf16 products)" : "");
+                  << (bf16_products ? " (bf16 products)" : "");
             }
             ASSERT_EQ(out[r * ldo + n], 777.0f) << "wrote past n";
           }
@@ -103,21 +109,30 @@ TEST(CpuLinearTest, EmbeddingWidensSixteenBitTables) {
 
 TEST(CpuLinearTest, EmbeddingReadsAPackedTable) {
   auto backend = CreateCpuBackend(1);
-  const int rows = 40, h = 37;  // rows: two panels and a part of a third
+  const int rows = 40, h = 37;  // rows: two panels and a part of a third; h odd
   std::vector<float> table(rows * h);
   for (size_t i = 0; i < table.size(); ++i) table[i] = 0.01f * static_cast<float>(i) - 1.5f;
-  std::unique_ptr<DeviceBuffer> storage;
-  auto packed = backend->UploadLinearWeight(table.data(), DType::kF32, rows, h, &storage);
-  ASSERT_TRUE(packed.ok()) << packed.status();
-  ASSERT_EQ(packed->layout, TensorLayout::kPackedPanels);
-  const int32_t ids[] = {3, 0, 39, 17, 16, 3};
-  std::vector<float> out(6 * h, 1.0f);
-  backend->Embedding(ids, 6, *packed, Tensor{out.data(), DType::kF32, 6, h, 0},
-                     /*accumulate=*/true);
-  for (int i = 0; i < 6; ++i) {
-    for (int j = 0; j < h; ++j) {
-      ASSERT_EQ(out[i * h + j], 1.0f + table[static_cast<size_t>(ids[i]) * h + j])
-          << "id " << ids[i] << " col " << j;
+  std::vector<uint16_t> t16 = Narrow(table, DType::kBF16);
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    const void* host = dtype == DType::kF32 ? static_cast<const void*>(table.data()) : t16.data();
+    std::unique_ptr<DeviceBuffer> storage;
+    auto packed = backend->UploadLinearWeight(host, dtype, rows, h, &storage);
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    if (packed->layout != TensorLayout::kPackedPanels) {
+      ASSERT_EQ(dtype, DType::kBF16);  // packed only on AVX-512 CPUs
+      continue;
+    }
+    const int32_t ids[] = {3, 0, 39, 17, 16, 3};
+    std::vector<float> out(6 * h, 1.0f);
+    backend->Embedding(ids, 6, *packed, Tensor{out.data(), DType::kF32, 6, h, 0},
+                       /*accumulate=*/true);
+    for (int i = 0; i < 6; ++i) {
+      for (int j = 0; j < h; ++j) {
+        const size_t e = static_cast<size_t>(ids[i]) * h + j;
+        const float want = dtype == DType::kF32 ? table[e] : Bf16ToF32(t16[e]);
+        ASSERT_EQ(out[i * h + j], 1.0f + want)
+            << DTypeName(dtype) << " id " << ids[i] << " col " << j;
+      }
     }
   }
 }

@@ -1,12 +1,17 @@
-// PackedGemm against a double-precision reference: row counts from one (decode) past
-// the tiles' heights to prefill-sized batches, weight shapes that end mid-panel and
-// mid-pair (n = 1, 17, 33, 100), k not a multiple of anything and k past one
-// kPackedKBlock (so a tile resumes from the partial sums it stored), strided x and out,
-// with and without bias, tasks run in any order, on every SIMD path this CPU runs.
+// PackedGemm and PackedGemmBf16 against a double-precision reference: row counts from
+// one (decode) past the tiles' heights to prefill-sized batches, weight shapes that end
+// mid-panel and mid-pair (n = 1, 17, 33, 100), k odd, not a multiple of anything and
+// past one kPackedKBlock (so a tile resumes from the partial sums it stored), strided x
+// and out, with and without bias, tasks run in any order, on every SIMD path this CPU
+// runs. The bfloat16 reference takes the weights' exact values, and x rounded to
+// bfloat16 where PackedGemmBf16 says it rounds (its bfloat16 products).
 #include "engine/backend/cpu/packed_gemm.h"
+
+#include "engine/backend/cpu/packed_gemm_bf16.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -39,6 +44,33 @@ void CheckShape(SimdLevel level, int m, int n, int k, bool with_bias, std::mt199
                              absl::StrCat(SimdLevelName(level), " m=", m, " n=", n, " k=", k));
 }
 
+void CheckShapeBf16(SimdLevel level, int m, int n, int k, bool with_bias, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t ldx = k + 3, ldo = n + 5;
+  std::vector<float> x(m * ldx), w(static_cast<size_t>(n) * k), bias(n);
+  std::vector<uint16_t> w16(w.size());
+  for (float& v : x) v = u(rng);
+  for (size_t i = 0; i < w.size(); ++i) {
+    w16[i] = F32ToBf16(u(rng));
+    w[i] = Bf16ToF32(w16[i]);  // the reference's weights: exactly the packed ones
+  }
+  for (float& v : bias) v = u(rng);
+  std::vector<uint16_t> packed(PackedWeightBf16Elements(n, k), 0x7fc0);  // NaN where unwritten
+  PackWeightsBf16(w16.data(), n, k, packed.data());
+  std::vector<float> out(m * ldo, 12345.0f);
+  PackedGemmBf16(m, n, k, x.data(), ldx, packed.data(), with_bias ? bias.data() : nullptr,
+                 out.data(), ldo, m % 2 ? Serial : Reversed, level);
+  const bool rounds = PackedGemmBf16RoundsActivations(m, level);
+  std::vector<float> xr = x;
+  if (rounds) {
+    for (float& v : xr) v = Bf16ToF32(F32ToBf16(v));
+  }
+  ExpectMatchesDoubleProduct(m, n, k, xr.data(), ldx, w.data(), with_bias ? bias.data() : nullptr,
+                             out.data(), ldo, 12345.0f,
+                             absl::StrCat("bf16 ", SimdLevelName(level), rounds ? " dots" : "",
+                                          " m=", m, " n=", n, " k=", k));
+}
+
 TEST(PackedGemmTest, MatchesADoubleReference) {
   std::mt19937 rng(11);
   const int shapes[][2] = {{1, 1},    {17, 5},   {33, 31},
@@ -55,6 +87,41 @@ TEST(PackedGemmTest, MatchesADoubleReference) {
 TEST(PackedGemmTest, PrefillSizedBatches) {
   std::mt19937 rng(12);
   for (SimdLevel level : LevelsHere()) CheckShape(level, 203, 130, 300, true, rng);
+}
+
+TEST(PackedGemmTest, Bf16MatchesADoubleReference) {
+  std::mt19937 rng(13);
+  const int shapes[][2] = {{1, 1},    {17, 5},   {33, 31},
+                           {100, 96}, {64, 768}, {40, 2 * kPackedKBlock + 3}};
+  for (SimdLevel level : LevelsHere()) {
+    for (const auto& [n, k] : shapes) {
+      for (int m : {1, 2, 5, 7, 8, 9, 13, 16, 17, 40}) {
+        for (bool with_bias : {false, true}) CheckShapeBf16(level, m, n, k, with_bias, rng);
+      }
+    }
+  }
+  for (SimdLevel level : LevelsHere()) CheckShapeBf16(level, 203, 130, 301, true, rng);
+}
+
+TEST(PackedGemmTest, Bf16PacksColumnPairsOfSixteenRowsPaddedWithZeros) {
+  const int n = 20, k = 3;  // two panels (n rounds up to 32 rows), two pairs (k to 4)
+  std::vector<uint16_t> w(n * k);
+  for (int i = 0; i < n * k; ++i) w[i] = static_cast<uint16_t>(i + 1);
+  ASSERT_EQ(PackedWeightBf16Elements(n, k), 32 * 4);
+  std::vector<uint16_t> packed(PackedWeightBf16Elements(n, k), 0xffff);
+  PackWeightsBf16(w.data(), n, k, packed.data());
+  for (int j = 0; j < 32; ++j) {
+    for (int c = 0; c < 4; ++c) {
+      const uint16_t want = j < n && c < k ? w[j * k + c] : 0;
+      EXPECT_EQ(packed[((j / 16) * 2 + c / 2) * 32 + (j % 16) * 2 + c % 2], want)
+          << "row " << j << " col " << c;
+    }
+  }
+  std::vector<float> row(k);
+  for (int j : {0, 15, 16, 19}) {
+    UnpackWeightRowBf16(packed.data(), k, j, row.data());
+    for (int c = 0; c < k; ++c) EXPECT_EQ(row[c], Bf16ToF32(w[j * k + c])) << j << " " << c;
+  }
 }
 
 TEST(PackedGemmTest, PacksPanelsOfSixteenRowsKMajorPaddedWithZeros) {
@@ -81,6 +148,12 @@ TEST(PackedGemmTest, NoInputColumnsGiveTheBias) {
     PackedGemm(2, 3, 0, nullptr, 0, packed.data(), bias, out, 3, Serial, level);
     for (int r = 0; r < 2; ++r) {
       for (int j = 0; j < 3; ++j) EXPECT_EQ(out[r * 3 + j], bias[j]) << SimdLevelName(level);
+    }
+    float out16[9 * 3];
+    std::fill(out16, out16 + 27, 9.0f);
+    PackedGemmBf16(9, 3, 0, nullptr, 0, nullptr, bias, out16, 3, Serial, level);
+    for (int r = 0; r < 9; ++r) {
+      for (int j = 0; j < 3; ++j) EXPECT_EQ(out16[r * 3 + j], bias[j]) << SimdLevelName(level);
     }
   }
 }

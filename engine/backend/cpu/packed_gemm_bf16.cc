@@ -1,0 +1,225 @@
+// GCC 12 reports the AVX-512 intrinsics' own _mm512_undefined_* inputs as "may be used
+// uninitialized" once they are inlined (false positives; GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "engine/backend/cpu/packed_gemm_bf16.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "engine/backend/cpu/packed_tile.h"
+#include "engine/common/dtype.h"
+
+namespace orca {
+namespace {
+
+using packed_internal::kAvx512MaxRows;
+using packed_internal::PackedRows;
+using packed_internal::TileSums;
+
+// Elements of one packed input-column pair of a panel: 16 rows x 2 columns.
+constexpr int kPairElements = 2 * kPanelRows;
+
+int64_t Pairs(int64_t k) { return (k + 1) / 2; }
+
+// One tile with bfloat16 products: rows [0, R) of x, rounded to bfloat16 (xr: row
+// stride 2 * ldxp elements, an odd k's last pair ending in a zero) and broadcast a
+// column pair at a time, against the 32 columns of a panel pair (w: the first panel's block start;
+// the second is pstride elements on), over kp pairs. As TileAvx512 in packed_gemm.cc, each
+// vdpbf16ps adding two products to each of 16 columns.
+template <int R>
+ORCA_AVX512_BF16 void TileDot(int kp, const uint16_t* xr, int64_t ldxp, const uint16_t* w,
+                              int64_t pstride, float* out, int64_t ldo, int cols, const float* bias,
+                              bool accumulate) {
+  TileSums<R> t(out, ldo, cols, accumulate);
+  const uint16_t* w1 = w + pstride;
+  for (int p = 0; p < kp; ++p) {
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w + p * kPairElements);
+    const __m512bh v1 = (__m512bh)_mm512_loadu_si512(w1 + p * kPairElements);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512bh xb =
+          (__m512bh)_mm512_broadcastd_epi32(_mm_loadu_si32(xr + 2 * (r * ldxp + p)));
+      t.a0[r] = _mm512_dpbf16_ps(t.a0[r], v0, xb);
+      t.a1[r] = _mm512_dpbf16_ps(t.a1[r], v1, xb);
+    }
+  }
+  t.Store(bias, out, ldo);
+}
+
+// One tile in float32 arithmetic: x as it is against the same 32 columns over kc input
+// columns, each pair of weights widened in registers (the even column by a shift, the
+// odd one by a mask) and multiplied in column order.
+template <int R>
+ORCA_AVX512 void TileWiden(int kc, const float* x, int64_t ldx, const uint16_t* w, int64_t pstride,
+                           float* out, int64_t ldo, int cols, const float* bias, bool accumulate) {
+  TileSums<R> t(out, ldo, cols, accumulate);
+  const uint16_t* w1 = w + pstride;
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  int c = 0;
+  for (; c + 2 <= kc; c += 2) {
+    const __m512i raw0 = _mm512_loadu_si512(w + c / 2 * kPairElements);
+    const __m512i raw1 = _mm512_loadu_si512(w1 + c / 2 * kPairElements);
+    const __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(raw0, 16));
+    const __m512 e1 = _mm512_castsi512_ps(_mm512_slli_epi32(raw1, 16));
+    const __m512 o0 = _mm512_castsi512_ps(_mm512_and_si512(raw0, high));
+    const __m512 o1 = _mm512_castsi512_ps(_mm512_and_si512(raw1, high));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 xe = _mm512_set1_ps(x[r * ldx + c]);
+      const __m512 xo = _mm512_set1_ps(x[r * ldx + c + 1]);
+      t.a0[r] = _mm512_fmadd_ps(xo, o0, _mm512_fmadd_ps(xe, e0, t.a0[r]));
+      t.a1[r] = _mm512_fmadd_ps(xo, o1, _mm512_fmadd_ps(xe, e1, t.a1[r]));
+    }
+  }
+  if (c < kc) {  // an odd k's last column: the pair's second half is padding (x has none)
+    const __m512 e0 =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(w + c / 2 * kPairElements), 16));
+    const __m512 e1 =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(w1 + c / 2 * kPairElements), 16));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 xe = _mm512_set1_ps(x[r * ldx + c]);
+      t.a0[r] = _mm512_fmadd_ps(xe, e0, t.a0[r]);
+      t.a1[r] = _mm512_fmadd_ps(xe, e1, t.a1[r]);
+    }
+  }
+  t.Store(bias, out, ldo);
+}
+
+// The portable tile: `rows` rows of x as it is against one panel's first `cols` columns.
+void TileScalar(int rows, int kc, const float* x, int64_t ldx, const uint16_t* w, float* out,
+                int64_t ldo, int cols, const float* bias, bool accumulate) {
+  for (int r = 0; r < rows; ++r) {
+    for (int l = 0; l < cols; ++l) {
+      float acc = accumulate ? out[r * ldo + l] : 0.0f;
+      for (int c = 0; c < kc; ++c) {
+        acc += x[r * ldx + c] * Bf16ToF32(w[c / 2 * kPairElements + 2 * l + c % 2]);
+      }
+      out[r * ldo + l] = bias != nullptr ? acc + bias[l] : acc;
+    }
+  }
+}
+
+using DotTile = void (*)(int, const uint16_t*, int64_t, const uint16_t*, int64_t, float*, int64_t,
+                         int, const float*, bool);
+using WidenTile = void (*)(int, const float*, int64_t, const uint16_t*, int64_t, float*, int64_t,
+                           int, const float*, bool);
+
+DotTile DotTileFor(int rows) {
+  static const DotTile table[] = {nullptr,    TileDot<1>, TileDot<2>, TileDot<3>, TileDot<4>,
+                                  TileDot<5>, TileDot<6>, TileDot<7>, TileDot<8>};
+  return table[rows];
+}
+
+WidenTile WidenTileFor(int rows) {
+  static const WidenTile table[] = {nullptr,      TileWiden<1>, TileWiden<2>,
+                                    TileWiden<3>, TileWiden<4>, TileWiden<5>,
+                                    TileWiden<6>, TileWiden<7>, TileWiden<8>};
+  return table[rows];
+}
+
+// What one PackedGemmBf16 call multiplies: x as given, or rounded to bfloat16 pairs.
+struct Operands {
+  int m, k;
+  const float* x;
+  int64_t ldx;
+  std::vector<uint16_t> rounded;  // with products: m rows of 2 * Pairs(k) elements
+  const uint16_t* packed;
+  const float* bias;
+  float* out;
+  int64_t ldo;
+};
+
+// Every row against one panel pair's columns [j0, j0 + cols) over input columns
+// [c0, c0 + kc) (c0 even: kPackedKBlock is).
+void PanelPairBlock(SimdLevel level, const Operands& a, int64_t j0, int cols, int c0, int kc) {
+  const int64_t kp = Pairs(a.k);
+  const int64_t pstride = kp * kPairElements;
+  const bool accumulate = c0 > 0;
+  const float* b = c0 + kc >= a.k && a.bias != nullptr ? a.bias + j0 : nullptr;
+  const uint16_t* ws = a.packed + j0 * 2 * kp + int64_t{c0} / 2 * kPairElements;
+  float* o = a.out + j0;
+  if (!a.rounded.empty()) {
+    const uint16_t* xr = a.rounded.data() + c0;
+    const int block_pairs = (kc + 1) / 2;
+    for (int r = 0; r < a.m; r += kAvx512MaxRows) {
+      const int rows = std::min(kAvx512MaxRows, a.m - r);
+      DotTileFor(rows)(block_pairs, xr + r * 2 * kp, kp, ws, pstride, o + r * a.ldo, a.ldo, cols, b,
+                       accumulate);
+    }
+    return;
+  }
+  const float* xs = a.x + c0;
+  if (level == SimdLevel::kAvx512) {
+    for (int r = 0; r < a.m; r += kAvx512MaxRows) {
+      const int rows = std::min(kAvx512MaxRows, a.m - r);
+      WidenTileFor(rows)(kc, xs + r * a.ldx, a.ldx, ws, pstride, o + r * a.ldo, a.ldo, cols, b,
+                         accumulate);
+    }
+    return;
+  }
+  for (int half = 0; half < 2 && cols > half * kPanelRows; ++half) {
+    TileScalar(a.m, kc, xs, a.ldx, ws + half * pstride, o + half * kPanelRows, a.ldo,
+               std::min(kPanelRows, cols - half * kPanelRows),
+               b != nullptr ? b + half * kPanelRows : nullptr, accumulate);
+  }
+}
+
+}  // namespace
+
+bool CpuBf16DotsEnabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("ORCA_CPU_BF16_DOTS");
+    return CpuHasBf16Dots() && (env == nullptr || std::strcmp(env, "0") != 0);
+  }();
+  return enabled;
+}
+
+bool PackedGemmBf16RoundsActivations(int m, SimdLevel level) {
+  return m >= kPackedBf16DotMinRows && std::min(level, CpuMaxSimdLevel()) == SimdLevel::kAvx512 &&
+         CpuBf16DotsEnabled();
+}
+
+int64_t PackedWeightBf16Elements(int64_t n, int64_t k) { return PackedRows(n) * 2 * Pairs(k); }
+
+void PackWeightsBf16(const uint16_t* w, int64_t n, int64_t k, uint16_t* packed) {
+  const int64_t kp = Pairs(k), panels = PackedRows(n) / kPanelRows;
+  for (int64_t p = 0; p < panels; ++p) {
+    uint16_t* dst = packed + p * kp * kPairElements;
+    for (int64_t l = 0; l < kPanelRows; ++l) {
+      const int64_t j = p * kPanelRows + l;
+      for (int64_t c = 0; c < 2 * kp; ++c) {
+        dst[c / 2 * kPairElements + 2 * l + c % 2] = j < n && c < k ? w[j * k + c] : 0;
+      }
+    }
+  }
+}
+
+void UnpackWeightRowBf16(const uint16_t* packed, int64_t k, int64_t j, float* dst) {
+  const uint16_t* src = packed + (j / kPanelRows) * Pairs(k) * kPairElements + 2 * (j % kPanelRows);
+  for (int64_t c = 0; c < k; ++c) dst[c] = Bf16ToF32(src[c / 2 * kPairElements + c % 2]);
+}
+
+void PackedGemmBf16(int m, int n, int k, const float* x, int64_t ldx, const uint16_t* packed,
+                    const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
+                    SimdLevel level) {
+  if (m <= 0 || n <= 0) return;
+  level = std::min(level, CpuMaxSimdLevel());
+  Operands a{m, k, x, ldx, {}, packed, bias, out, ldo};
+  if (PackedGemmBf16RoundsActivations(m, level) && k > 0) {
+    const int64_t row = 2 * Pairs(k);
+    a.rounded.assign(static_cast<size_t>(m * row), 0);  // an odd k's pad stays zero
+    for (int r = 0; r < m; ++r) RoundToBf16(x + r * ldx, k, a.rounded.data() + r * row);
+  }
+  packed_internal::ForEachPanelPairBlock(
+      n, k, parallel_for,
+      [&](int64_t j0, int cols, int c0, int kc) { PanelPairBlock(level, a, j0, cols, c0, kc); });
+}
+
+}  // namespace orca

@@ -1,0 +1,78 @@
+// What the packed GEMMs (packed_gemm.cc for float32 panels, packed_gemm_bf16.cc for
+// bfloat16 ones) share: the walk over panel pairs and k blocks, and the AVX-512 tile's
+// accumulators (two vectors of 16 columns for each of up to 8 rows), their start from
+// zero or from the partial sums of an earlier k block, and their end (bias, masked
+// stores). Internal to those two files.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/backend/cpu/packed_gemm.h"
+#include "engine/backend/cpu/simd.h"
+
+namespace orca::packed_internal {
+
+inline constexpr int64_t kPanelPair = 2 * kPanelRows;
+inline constexpr int kAvx512MaxRows = 8;
+
+// Calls block(j0, cols, c0, kc) for every panel pair (output columns [j0, j0 + cols),
+// cols <= 32) and every block of input columns [c0, c0 + kc) of at most kPackedKBlock,
+// in increasing c0 within a pair (a block resumes from the sums the one before stored);
+// the pairs run as parallel_for's tasks. k == 0 gives each pair one empty block (the
+// bias, or zeros).
+template <typename Block>
+void ForEachPanelPairBlock(int n, int k, const ParallelForFn& parallel_for, const Block& block) {
+  const int64_t pairs = (n + kPanelPair - 1) / kPanelPair;
+  parallel_for(pairs, [&](int64_t q) {
+    const int64_t j0 = q * kPanelPair;
+    const int cols = static_cast<int>(std::min<int64_t>(kPanelPair, n - j0));
+    int c0 = 0;
+    do {
+      const int kc = std::min(kPackedKBlock, k - c0);
+      block(j0, cols, c0, kc);
+      c0 += kc;
+    } while (c0 < k);
+  });
+}
+
+// The accumulators of an R-row tile over `cols` (1..32) columns.
+template <int R>
+struct TileSums {
+  __m512 a0[R], a1[R];  // columns [0, 16) and [16, 32) of each row
+  __mmask16 m0, m1;     // the stored columns of each half
+
+  // From out's values with `accumulate` (a later k block), else from zero.
+  ORCA_AVX512 TileSums(const float* out, int64_t ldo, int cols, bool accumulate)
+      : m0(FirstLanes(cols)), m1(FirstLanes(std::max(0, cols - kPanelRows))) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      a0[r] = accumulate ? _mm512_maskz_loadu_ps(m0, out + r * ldo) : _mm512_setzero_ps();
+      a1[r] = accumulate ? _mm512_maskz_loadu_ps(m1, out + r * ldo + 16) : _mm512_setzero_ps();
+    }
+  }
+
+  // Adds `bias` (null but on the last block) and stores the columns.
+  ORCA_AVX512 void Store(const float* bias, float* out, int64_t ldo) {
+    if (bias != nullptr) {
+      const __m512 b0 = _mm512_maskz_loadu_ps(m0, bias), b1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        a0[r] = _mm512_add_ps(a0[r], b0);
+        a1[r] = _mm512_add_ps(a1[r], b1);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      _mm512_mask_storeu_ps(out + r * ldo, m0, a0[r]);
+      _mm512_mask_storeu_ps(out + r * ldo + 16, m1, a1[r]);
+    }
+  }
+};
+
+// Rows of the packed form of an [n, *] weight: n rounded up to a panel pair.
+inline int64_t PackedRows(int64_t n) { return (n + kPanelPair - 1) / kPanelPair * kPanelPair; }
+
+}  // namespace orca::packed_internal
