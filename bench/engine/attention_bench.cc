@@ -4,16 +4,28 @@
 // pool hands them out. Reports the cached bytes read per second (a decode is bound by
 // them: at 512 tokens of context a llama-110m sequence reads 19 MB of K and V per token).
 //
+// That sequence's 32 blocks stay in the core's cache between iterations, so BM_Attend
+// times the kernel's arithmetic. BM_AttendFromMemory times a decode iteration's
+// attention as the backend runs it: one task per (sequence, layer, head) unit, on the
+// thread pool (every core), each unit's blocks drawn at random from one cache far larger
+// than the CPU's caches (a batch of 16 llama-110m sequences at 512 tokens: 2,304 units,
+// 302 MB); BM_ReadFromMemory reads the same bytes in order on the same pool, what the
+// roofline's bandwidth probe measures. Their ratio is how much of the machine's
+// bandwidth a decode's attention gets (docs/benchmarks.md section 14).
+//
 // usage: orca-bench-attention [google benchmark flags]
-//   BM_Attend/<level>/<kv_len>/<q_len>/<head_dim>, level 0 scalar, 1 AVX2, 2 AVX-512.
+//   BM_Attend/<level>/<kv_len>/<q_len>/<head_dim>, level 0 scalar, 1 AVX2, 2 AVX-512;
+//   BM_AttendFromMemory/<level>/<kv_len>/<units>/<head_dim>; BM_ReadFromMemory/<bytes MB>.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <random>
 #include <vector>
 
+#include "engine/backend/backend.h"
 #include "engine/backend/cpu/attention_kernel.h"
 #include "engine/common/dtype.h"
+#include "engine/common/thread_pool.h"
 
 namespace orca {
 namespace {
@@ -61,6 +73,86 @@ BENCHMARK(BM_Attend)
     ->ArgsProduct({{0, 1, 2}, {512, 2048}, {1}, {64, 128}})
     ->ArgsProduct({{1, 2}, {512}, {64}, {64}})
     ->Unit(benchmark::kMicrosecond);
+
+ThreadPool& Pool() {
+  static ThreadPool pool;  // every core, as the CPU backend's
+  return pool;
+}
+
+void BM_AttendFromMemory(benchmark::State& state) {
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  const int kv_len = static_cast<int>(state.range(1));
+  const int units = static_cast<int>(state.range(2));
+  const int d = static_cast<int>(state.range(3));
+  if (level > CpuMaxSimdLevel()) {
+    state.SkipWithError("this CPU lacks the path");
+    return;
+  }
+  const int unit_blocks = (kv_len + kBlock - 1) / kBlock;
+  const size_t blocks = static_cast<size_t>(units) * unit_blocks;
+  const size_t block_elems = size_t{2} * kBlock * d;  // a block's keys, then its values
+  // Allocated as the CPU backend allocates its KV cache (huge pages where granted).
+  auto buffer = CreateCpuBackend(1)->Allocate(blocks * block_elems * sizeof(Fp16));
+  if (!buffer.ok()) {
+    state.SkipWithError("cannot allocate the cache");
+    return;
+  }
+  Fp16* cache = static_cast<Fp16*>((*buffer)->data());
+  for (size_t i = 0; i < blocks * block_elems; ++i) {
+    cache[i].bits = static_cast<uint16_t>(0x3000 | (i * 2654435761u >> 22 & 0x3ff));  // 0.125-0.25
+  }
+  std::vector<size_t> order(blocks);
+  for (size_t i = 0; i < blocks; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937(1));
+  std::vector<const Fp16*> krow(static_cast<size_t>(units) * kv_len), vrow(krow.size());
+  for (size_t u = 0; u < static_cast<size_t>(units); ++u) {
+    for (int j = 0; j < kv_len; ++j) {
+      const Fp16* block = cache + order[u * unit_blocks + j / kBlock] * block_elems;
+      krow[u * kv_len + j] = block + (j % kBlock) * d;
+      vrow[u * kv_len + j] = block + (kBlock + j % kBlock) * d;
+    }
+  }
+  std::vector<float> q(static_cast<size_t>(units) * d, 0.01f), out(q.size());
+  for (auto _ : state) {
+    Pool().ParallelFor(units, [&](int64_t u) {
+      thread_local std::vector<float> scores;
+      scores.resize(kv_len);
+      AttendOneHead(d, 1, kv_len, q.data() + u * d, d, krow.data() + u * kv_len,
+                    vrow.data() + u * kv_len, 0.125f, scores.data(), out.data() + u * d, d, level);
+    });
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * int64_t{units} * kv_len * d * 2 * 2);
+  state.SetLabel(SimdLevelName(level));
+}
+BENCHMARK(BM_AttendFromMemory)
+    ->Args({1, 512, 2304, 64})
+    ->Args({2, 512, 2304, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_ReadFromMemory(benchmark::State& state) {
+  const size_t words = static_cast<size_t>(state.range(0)) << 20 >> 3;
+  std::vector<uint64_t> buf(words, 1);
+  constexpr int64_t kChunks = 256;
+  std::vector<uint64_t> sums(kChunks);
+  for (auto _ : state) {
+    Pool().ParallelFor(kChunks, [&](int64_t c) {
+      const uint64_t* p = buf.data() + c * (words / kChunks);
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (size_t i = 0; i + 4 <= words / kChunks; i += 4) {
+        s0 += p[i];
+        s1 += p[i + 1];
+        s2 += p[i + 2];
+        s3 += p[i + 3];
+      }
+      sums[c] = s0 + s1 + s2 + s3;
+    });
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.SetBytesProcessed(state.iterations() * int64_t(words) * 8);
+}
+BENCHMARK(BM_ReadFromMemory)->Arg(302)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace orca

@@ -6,6 +6,7 @@
 // cache float32, float16 or bfloat16 (attention_kernel.h). It is also the reference
 // every CUDA kernel is checked against.
 #include <cblas.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -34,8 +35,14 @@ class HostBuffer : public DeviceBuffer {
  public:
   explicit HostBuffer(size_t bytes) : bytes_(bytes) {
     // 64-byte alignment for vector loads; round the size up as aligned_alloc requires.
-    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-    data_ = std::aligned_alloc(64, rounded);
+    // Buffers of a huge page or more (weights, the KV cache, which every decode
+    // iteration streams) are aligned to huge pages and asked to be backed by them
+    // (transparent huge pages, where the kernel allows them): a decode's reads jump
+    // between KV blocks that 4 KiB pages would each cost a TLB miss.
+    const size_t align = bytes >= kHugePage ? kHugePage : 64;
+    const size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
+    data_ = std::aligned_alloc(align, rounded);
+    if (data_ != nullptr && align == kHugePage) madvise(data_, rounded, MADV_HUGEPAGE);
   }
   ~HostBuffer() override { std::free(data_); }
   void* data() override { return data_; }
@@ -43,6 +50,7 @@ class HostBuffer : public DeviceBuffer {
   bool ok() const { return data_ != nullptr; }
 
  private:
+  static constexpr size_t kHugePage = size_t{2} << 20;
   void* data_;
   size_t bytes_;
 };
