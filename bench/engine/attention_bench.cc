@@ -32,6 +32,17 @@ namespace {
 
 constexpr int kBlock = 16;
 
+// krow[j], vrow[j] for tokens [0, kv_len) whose 16-token blocks are cache's blocks
+// blocks[0], blocks[1], ... (each block its keys, then its values, head_dim d).
+void ScatteredRows(const Fp16* cache, const size_t* blocks, int kv_len, int d, const Fp16** krow,
+                   const Fp16** vrow) {
+  for (int j = 0; j < kv_len; ++j) {
+    const Fp16* block = cache + blocks[j / kBlock] * 2 * kBlock * d;
+    krow[j] = block + (j % kBlock) * d;
+    vrow[j] = block + (kBlock + j % kBlock) * d;
+  }
+}
+
 void BM_Attend(benchmark::State& state) {
   const auto level = static_cast<SimdLevel>(state.range(0));
   const int kv_len = static_cast<int>(state.range(1));
@@ -49,15 +60,11 @@ void BM_Attend(benchmark::State& state) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   for (Fp16& v : pool) v.bits = F32ToF16(u(rng));
-  std::vector<int> order(pool_blocks);
+  std::vector<size_t> order(pool_blocks);
   for (int i = 0; i < pool_blocks; ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), rng);
   std::vector<const Fp16*> krow(kv_len), vrow(kv_len);
-  for (int j = 0; j < kv_len; ++j) {
-    const Fp16* block = pool.data() + static_cast<size_t>(order[j / kBlock]) * 2 * kBlock * d;
-    krow[j] = block + (j % kBlock) * d;
-    vrow[j] = block + (kBlock + j % kBlock) * d;
-  }
+  ScatteredRows(pool.data(), order.data(), kv_len, d, krow.data(), vrow.data());
   std::vector<float> q(static_cast<size_t>(q_len) * d), scores(kv_len),
       out(static_cast<size_t>(q_len) * d);
   for (float& v : q) v = u(rng);
@@ -106,11 +113,8 @@ void BM_AttendFromMemory(benchmark::State& state) {
   std::shuffle(order.begin(), order.end(), std::mt19937(1));
   std::vector<const Fp16*> krow(static_cast<size_t>(units) * kv_len), vrow(krow.size());
   for (size_t u = 0; u < static_cast<size_t>(units); ++u) {
-    for (int j = 0; j < kv_len; ++j) {
-      const Fp16* block = cache + order[u * unit_blocks + j / kBlock] * block_elems;
-      krow[u * kv_len + j] = block + (j % kBlock) * d;
-      vrow[u * kv_len + j] = block + (kBlock + j % kBlock) * d;
-    }
+    ScatteredRows(cache, order.data() + u * unit_blocks, kv_len, d, krow.data() + u * kv_len,
+                  vrow.data() + u * kv_len);
   }
   std::vector<float> q(static_cast<size_t>(units) * d, 0.01f), out(q.size());
   for (auto _ : state) {
