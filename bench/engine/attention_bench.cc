@@ -11,11 +11,14 @@
 // than the CPU's caches (a batch of 16 llama-110m sequences at 512 tokens: 2,304 units,
 // 302 MB); BM_ReadFromMemory reads the same bytes in order on the same pool, what the
 // roofline's bandwidth probe measures. Their ratio is how much of the machine's
-// bandwidth a decode's attention gets (docs/benchmarks.md section 14).
+// bandwidth a decode's attention gets (docs/benchmarks.md sections 14, 15). Its last
+// argument, the tokens per block (16 as the engine has them; up to 256), tells whether
+// longer contiguous runs would read faster.
 //
 // usage: orca-bench-attention [google benchmark flags]
 //   BM_Attend/<level>/<kv_len>/<q_len>/<head_dim>, level 0 scalar, 1 AVX2, 2 AVX-512;
-//   BM_AttendFromMemory/<level>/<kv_len>/<units>/<head_dim>; BM_ReadFromMemory/<bytes MB>.
+//   BM_AttendFromMemory/<level>/<kv_len>/<units>/<head_dim>/<block tokens>;
+//   BM_ReadFromMemory/<bytes MB>.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -32,14 +35,14 @@ namespace {
 
 constexpr int kBlock = 16;
 
-// krow[j], vrow[j] for tokens [0, kv_len) whose 16-token blocks are cache's blocks
+// krow[j], vrow[j] for tokens [0, kv_len) whose `block`-token blocks are cache's blocks
 // blocks[0], blocks[1], ... (each block its keys, then its values, head_dim d).
-void ScatteredRows(const Fp16* cache, const size_t* blocks, int kv_len, int d, const Fp16** krow,
-                   const Fp16** vrow) {
+void ScatteredRows(const Fp16* cache, const size_t* blocks, int kv_len, int d, int block,
+                   const Fp16** krow, const Fp16** vrow) {
   for (int j = 0; j < kv_len; ++j) {
-    const Fp16* block = cache + blocks[j / kBlock] * 2 * kBlock * d;
-    krow[j] = block + (j % kBlock) * d;
-    vrow[j] = block + (kBlock + j % kBlock) * d;
+    const Fp16* first = cache + blocks[j / block] * 2 * block * d;
+    krow[j] = first + (j % block) * d;
+    vrow[j] = first + (block + j % block) * d;
   }
 }
 
@@ -64,7 +67,7 @@ void BM_Attend(benchmark::State& state) {
   for (int i = 0; i < pool_blocks; ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), rng);
   std::vector<const Fp16*> krow(kv_len), vrow(kv_len);
-  ScatteredRows(pool.data(), order.data(), kv_len, d, krow.data(), vrow.data());
+  ScatteredRows(pool.data(), order.data(), kv_len, d, kBlock, krow.data(), vrow.data());
   std::vector<float> q(static_cast<size_t>(q_len) * d), scores(kv_len),
       out(static_cast<size_t>(q_len) * d);
   for (float& v : q) v = u(rng);
@@ -91,13 +94,14 @@ void BM_AttendFromMemory(benchmark::State& state) {
   const int kv_len = static_cast<int>(state.range(1));
   const int units = static_cast<int>(state.range(2));
   const int d = static_cast<int>(state.range(3));
+  const int block = static_cast<int>(state.range(4));
   if (level > CpuMaxSimdLevel()) {
     state.SkipWithError("this CPU lacks the path");
     return;
   }
-  const int unit_blocks = (kv_len + kBlock - 1) / kBlock;
+  const int unit_blocks = (kv_len + block - 1) / block;
   const size_t blocks = static_cast<size_t>(units) * unit_blocks;
-  const size_t block_elems = size_t{2} * kBlock * d;  // a block's keys, then its values
+  const size_t block_elems = size_t{2} * block * d;  // a block's keys, then its values
   // Allocated as the CPU backend allocates its KV cache (huge pages where granted).
   auto buffer = CreateCpuBackend(1)->Allocate(blocks * block_elems * sizeof(Fp16));
   if (!buffer.ok()) {
@@ -113,7 +117,7 @@ void BM_AttendFromMemory(benchmark::State& state) {
   std::shuffle(order.begin(), order.end(), std::mt19937(1));
   std::vector<const Fp16*> krow(static_cast<size_t>(units) * kv_len), vrow(krow.size());
   for (size_t u = 0; u < static_cast<size_t>(units); ++u) {
-    ScatteredRows(cache, order.data() + u * unit_blocks, kv_len, d, krow.data() + u * kv_len,
+    ScatteredRows(cache, order.data() + u * unit_blocks, kv_len, d, block, krow.data() + u * kv_len,
                   vrow.data() + u * kv_len);
   }
   std::vector<float> q(static_cast<size_t>(units) * d, 0.01f), out(q.size());
@@ -130,8 +134,8 @@ void BM_AttendFromMemory(benchmark::State& state) {
   state.SetLabel(SimdLevelName(level));
 }
 BENCHMARK(BM_AttendFromMemory)
-    ->Args({1, 512, 2304, 64})
-    ->Args({2, 512, 2304, 64})
+    ->ArgsProduct({{1, 2}, {512}, {2304}, {64}, {16}})
+    ->ArgsProduct({{2}, {512}, {2304}, {64}, {32, 64, 128, 256}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -120,6 +120,7 @@ void BM_PackedGemmBf16(benchmark::State& state) {
     benchmark::DoNotOptimize(g.out.data());
   }
   g.Report(state, 2.0);
+  if (PackedGemmBf16RoundsActivations(g.m, level)) state.SetLabel("bf16 products");
 }
 
 void BM_RowMajorBf16(benchmark::State& state) {

@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_format.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/openblas_core.h"
+#include "engine/backend/cpu/packed_gemm_bf16.h"
 #include "engine/backend/cpu/simd.h"
 #include "engine/common/status_macros.h"
 #include "engine/kv/kv_block_pool.h"
@@ -271,10 +273,12 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
         {"repeats", o.repeats},
         {"kv_cache_dtype", std::string(DTypeName(o.kv_cache_dtype))},
         {"dtype", std::string(WeightDTypeName(o.weight_dtype))},
-        {"simd", SimdLevelName(CpuSimdLevel())}}},
+        {"simd", SimdLevelName(CpuSimdLevel())},
+        {"bf16_products", CpuBf16DotsEnabled()}}},
       {"roofline",
        {{"sgemm_gflops", roof.sgemm_gflops},
         {"read_gbs", roof.read_gbs},
+        {"openblas_core", OpenBlasCoreName()},
         {"method", "OpenBLAS sgemm 1024^3/2048^3 (best); uint64 sum over 256 MiB on every core"}}},
       {"points", points}};
 }

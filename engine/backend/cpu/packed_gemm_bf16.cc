@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -173,17 +174,56 @@ void PanelPairBlock(SimdLevel level, const Operands& a, int64_t j0, int cols, in
 
 }  // namespace
 
+const Bf16DotsTiming& CpuBf16DotsTiming() {
+  static const Bf16DotsTiming timing = [] {
+    Bf16DotsTiming t;
+    if (!CpuHasBf16Dots() || CpuMaxSimdLevel() != SimdLevel::kAvx512) return t;
+    // One tile of 8 rows by a panel pair's 32 columns over 1024 input columns: 64 KiB
+    // of weights and the rows' 16 (bfloat16) or 32 KiB (float32), in L2 from the first
+    // run on, so the times are the tiles' arithmetic. Ones everywhere (sums stay exact).
+    constexpr int kRows = 8, kPairs = 512, kRuns = 16;
+    const int64_t pstride = int64_t{kPairs} * kPairElements;
+    const std::vector<uint16_t> w(2 * pstride, 0x3f80), xr(kRows * 2 * kPairs, 0x3f80);
+    const std::vector<float> x(kRows * 2 * kPairs, 1.0f);
+    std::vector<float> out(kRows * 2 * kPanelRows);
+    using Clock = std::chrono::steady_clock;
+    const auto nanoseconds = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double, std::nano>(b - a).count();
+    };
+    t.dots_ns = t.widen_ns = 1e300;
+    for (int run = 0; run < kRuns; ++run) {
+      const auto t0 = Clock::now();
+      TileDot<kRows>(kPairs, xr.data(), kPairs, w.data(), pstride, out.data(), 2 * kPanelRows,
+                     2 * kPanelRows, nullptr, false);
+      const auto t1 = Clock::now();
+      TileWiden<kRows>(2 * kPairs, x.data(), 2 * kPairs, w.data(), pstride, out.data(),
+                       2 * kPanelRows, 2 * kPanelRows, nullptr, false);
+      const auto t2 = Clock::now();
+      t.dots_ns = std::min(t.dots_ns, nanoseconds(t0, t1));
+      t.widen_ns = std::min(t.widen_ns, nanoseconds(t1, t2));
+    }
+    return t;
+  }();
+  return timing;
+}
+
 bool CpuBf16DotsEnabled() {
   static const bool enabled = [] {
     const char* env = std::getenv("ORCA_CPU_BF16_DOTS");
-    return CpuHasBf16Dots() && (env == nullptr || std::strcmp(env, "0") != 0);
+    if (!CpuHasBf16Dots() || (env != nullptr && std::strcmp(env, "0") == 0)) return false;
+    if (env != nullptr && std::strcmp(env, "1") == 0) return true;
+    const Bf16DotsTiming& t = CpuBf16DotsTiming();
+    return t.dots_ns * 1.1 <= t.widen_ns;
   }();
   return enabled;
 }
 
-bool PackedGemmBf16RoundsActivations(int m, SimdLevel level) {
+bool PackedGemmBf16RoundsActivations(int m, SimdLevel level, Bf16Products products) {
+  const bool dots = products == Bf16Products::kAuto
+                        ? CpuBf16DotsEnabled()
+                        : products == Bf16Products::kOn && CpuHasBf16Dots();
   return m >= kPackedBf16DotMinRows && std::min(level, CpuMaxSimdLevel()) == SimdLevel::kAvx512 &&
-         CpuBf16DotsEnabled();
+         dots;
 }
 
 int64_t PackedWeightBf16Elements(int64_t n, int64_t k) { return PackedRows(n) * 2 * Pairs(k); }
@@ -208,11 +248,11 @@ void UnpackWeightRowBf16(const uint16_t* packed, int64_t k, int64_t j, float* ds
 
 void PackedGemmBf16(int m, int n, int k, const float* x, int64_t ldx, const uint16_t* packed,
                     const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
-                    SimdLevel level) {
+                    SimdLevel level, Bf16Products products) {
   if (m <= 0 || n <= 0) return;
   level = std::min(level, CpuMaxSimdLevel());
   Operands a{m, k, x, ldx, {}, packed, bias, out, ldo};
-  if (PackedGemmBf16RoundsActivations(m, level) && k > 0) {
+  if (PackedGemmBf16RoundsActivations(m, level, products) && k > 0) {
     const int64_t row = 2 * Pairs(k);
     a.rounded.assign(static_cast<size_t>(m * row), 0);  // an odd k's pad stays zero
     for (int r = 0; r < m; ++r) RoundToBf16(x + r * ldx, k, a.rounded.data() + r * row);

@@ -12,14 +12,15 @@
 //
 // The arithmetic depends on the rows, as for the row-major bfloat16 weights
 // (onednn_gemm.h):
-//  - from kPackedBf16DotMinRows rows, where the CPU has AVX512_BF16: x rounded to
-//    bfloat16 (nearest even) and multiplied by vdpbf16ps, float32 sums (an output's
-//    error about 1e-3 of its magnitude at most; 2-3e-4 typical). Those GEMMs are bound
-//    by arithmetic, and the bfloat16 products run at twice the float32 FMAs' rate.
-//    ORCA_CPU_BF16_DOTS=0 turns them off (benchmarks, comparisons).
-//  - below, or without the instruction: each weight widened in registers and float32
-//    FMAs with x as it is (the float32 product of the bfloat16 weights; these GEMMs are
-//    bound by the weights' bytes, which bfloat16 halves).
+//  - from kPackedBf16DotMinRows rows, where the CPU has AVX512_BF16 and its bfloat16
+//    products outrun the float32 FMAs below (CpuBf16DotsEnabled): x rounded to bfloat16
+//    (nearest even) and multiplied by vdpbf16ps, float32 sums (an output's error about
+//    1e-3 of its magnitude at most; 2-3e-4 typical). Those GEMMs are bound by
+//    arithmetic: on a Zen 4 the bfloat16 products ran at twice the FMAs' rate, on an
+//    Emerald Rapids Xeon at 0.6 of it, so the process times both tiles once and takes
+//    the products only where they are at least 10 % faster.
+//  - otherwise: each weight widened in registers and float32 FMAs with x as it is (the
+//    float32 product of the bfloat16 weights, exact up to the sums' rounding).
 // Paths by SimdLevel: AVX-512 (tiles of up to 8 rows by 32 columns) and a portable loop
 // (the CPU backend packs bfloat16 weights only where AVX-512 is present). Sums run over
 // c in order (pairwise with the products), in blocks of kPackedKBlock columns.
@@ -35,12 +36,27 @@ namespace orca {
 
 inline constexpr int kPackedBf16DotMinRows = 8;
 
-// Whether this CPU multiplies bfloat16 pairs (AVX512_BF16) and ORCA_CPU_BF16_DOTS is
-// not "0".
+// The bfloat16-product tile's and the widening tile's best time over one 8 x 32 tile of
+// 1024 input columns, in L2, on this core (16 alternating runs each, the first time it
+// is asked; zeros where the CPU lacks AVX512_BF16).
+struct Bf16DotsTiming {
+  double dots_ns = 0;
+  double widen_ns = 0;
+};
+const Bf16DotsTiming& CpuBf16DotsTiming();
+
+// Whether PackedGemmBf16 multiplies bfloat16 products from kPackedBf16DotMinRows rows:
+// where the CPU has AVX512_BF16 and ORCA_CPU_BF16_DOTS is "1", or is unset and
+// CpuBf16DotsTiming() has them at least 10 % faster; never with ORCA_CPU_BF16_DOTS=0.
 bool CpuBf16DotsEnabled();
 
+// The choice above (kAuto) or one made by the caller (tests, benchmarks): kOn takes
+// the products wherever the CPU has them, kOff never.
+enum class Bf16Products { kAuto, kOn, kOff };
+
 // Whether PackedGemmBf16 of m rows at `level` rounds x to bfloat16 (the first case above).
-bool PackedGemmBf16RoundsActivations(int m, SimdLevel level = CpuSimdLevel());
+bool PackedGemmBf16RoundsActivations(int m, SimdLevel level = CpuSimdLevel(),
+                                     Bf16Products products = Bf16Products::kAuto);
 
 // bfloat16 elements the packed form of an [n, k] weight takes.
 int64_t PackedWeightBf16Elements(int64_t n, int64_t k);
@@ -58,6 +74,6 @@ void UnpackWeightRowBf16(const uint16_t* packed, int64_t k, int64_t j, float* ds
 // lowered to it.
 void PackedGemmBf16(int m, int n, int k, const float* x, int64_t ldx, const uint16_t* packed,
                     const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
-                    SimdLevel level = CpuSimdLevel());
+                    SimdLevel level = CpuSimdLevel(), Bf16Products products = Bf16Products::kAuto);
 
 }  // namespace orca

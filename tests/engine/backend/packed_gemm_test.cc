@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -44,7 +46,8 @@ void CheckShape(SimdLevel level, int m, int n, int k, bool with_bias, std::mt199
                              absl::StrCat(SimdLevelName(level), " m=", m, " n=", n, " k=", k));
 }
 
-void CheckShapeBf16(SimdLevel level, int m, int n, int k, bool with_bias, std::mt19937& rng) {
+void CheckShapeBf16(SimdLevel level, Bf16Products products, int m, int n, int k, bool with_bias,
+                    std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1, 1);
   const int64_t ldx = k + 3, ldo = n + 5;
   std::vector<float> x(m * ldx), w(static_cast<size_t>(n) * k), bias(n);
@@ -59,8 +62,8 @@ void CheckShapeBf16(SimdLevel level, int m, int n, int k, bool with_bias, std::m
   PackWeightsBf16(w16.data(), n, k, packed.data());
   std::vector<float> out(m * ldo, 12345.0f);
   PackedGemmBf16(m, n, k, x.data(), ldx, packed.data(), with_bias ? bias.data() : nullptr,
-                 out.data(), ldo, m % 2 ? Serial : Reversed, level);
-  const bool rounds = PackedGemmBf16RoundsActivations(m, level);
+                 out.data(), ldo, m % 2 ? Serial : Reversed, level, products);
+  const bool rounds = PackedGemmBf16RoundsActivations(m, level, products);
   std::vector<float> xr = x;
   if (rounds) {
     for (float& v : xr) v = Bf16ToF32(F32ToBf16(v));
@@ -93,14 +96,40 @@ TEST(PackedGemmTest, Bf16MatchesADoubleReference) {
   std::mt19937 rng(13);
   const int shapes[][2] = {{1, 1},    {17, 5},   {33, 31},
                            {100, 96}, {64, 768}, {40, 2 * kPackedKBlock + 3}};
-  for (SimdLevel level : LevelsHere()) {
-    for (const auto& [n, k] : shapes) {
-      for (int m : {1, 2, 5, 7, 8, 9, 13, 16, 17, 40}) {
-        for (bool with_bias : {false, true}) CheckShapeBf16(level, m, n, k, with_bias, rng);
+  // Both arithmetics, whichever this CPU's timing chose (kOn is kOff without AVX512_BF16).
+  for (Bf16Products products : {Bf16Products::kOn, Bf16Products::kOff}) {
+    for (SimdLevel level : LevelsHere()) {
+      for (const auto& [n, k] : shapes) {
+        for (int m : {1, 2, 5, 7, 8, 9, 13, 16, 17, 40}) {
+          for (bool with_bias : {false, true}) {
+            CheckShapeBf16(level, products, m, n, k, with_bias, rng);
+          }
+        }
       }
     }
+    for (SimdLevel level : LevelsHere()) CheckShapeBf16(level, products, 203, 130, 301, true, rng);
   }
-  for (SimdLevel level : LevelsHere()) CheckShapeBf16(level, 203, 130, 301, true, rng);
+}
+
+TEST(PackedGemmTest, Bf16ProductsAreTakenOnlyWhereTheyAreFaster) {
+  const Bf16DotsTiming& t = CpuBf16DotsTiming();
+  if (!CpuHasBf16Dots() || CpuMaxSimdLevel() != SimdLevel::kAvx512) {
+    EXPECT_EQ(t.dots_ns, 0);
+    EXPECT_FALSE(CpuBf16DotsEnabled());
+    return;
+  }
+  EXPECT_GT(t.dots_ns, 0);
+  EXPECT_GT(t.widen_ns, 0);
+  if (std::getenv("ORCA_CPU_BF16_DOTS") == nullptr) {
+    EXPECT_EQ(CpuBf16DotsEnabled(), t.dots_ns * 1.1 <= t.widen_ns)
+        << "products " << t.dots_ns << " ns, widening " << t.widen_ns << " ns";
+  }
+  EXPECT_EQ(PackedGemmBf16RoundsActivations(16, SimdLevel::kAvx512), CpuBf16DotsEnabled());
+  EXPECT_TRUE(PackedGemmBf16RoundsActivations(16, SimdLevel::kAvx512, Bf16Products::kOn));
+  EXPECT_FALSE(PackedGemmBf16RoundsActivations(16, SimdLevel::kAvx512, Bf16Products::kOff));
+  EXPECT_FALSE(PackedGemmBf16RoundsActivations(7, SimdLevel::kAvx512, Bf16Products::kOn));
+  std::printf("bfloat16 products %.0f ns, widened float32 FMAs %.0f ns a tile: products %s\n",
+              t.dots_ns, t.widen_ns, CpuBf16DotsEnabled() ? "on" : "off");
 }
 
 TEST(PackedGemmTest, Bf16PacksColumnPairsOfSixteenRowsPaddedWithZeros) {
