@@ -1,0 +1,45 @@
+#include "engine/cli/cpu_setup.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "engine/backend/cpu/openblas_core.h"
+#include "engine/backend/cpu/packed_gemm_bf16.h"
+#include "engine/backend/cpu/simd.h"
+
+namespace orca {
+
+void RestartIfOpenBlasMisreadsTheCpu(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  const std::string detected = OpenBlasCoreName();
+  const std::string core = OpenBlasCoreToForce(detected, CpuMaxSimdLevel());
+  if (core.empty()) return;
+  std::cerr << "orca: OpenBLAS (" << OpenBlasConfig() << ") chose its " << detected
+            << " kernels, which leave this CPU's " << SimdLevelName(CpuMaxSimdLevel())
+            << " unused; running again with OPENBLAS_CORETYPE=" << core << "\n";
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  std::cerr << "orca: could not run again (" << std::strerror(errno) << "); continuing\n";
+}
+
+std::string CpuVersionLines() {
+  std::string cpu = std::string("cpu: ") + SimdLevelName(CpuMaxSimdLevel());
+  if (CpuHasBf16Dots()) {
+    const Bf16DotsTiming& t = CpuBf16DotsTiming();
+    char note[160];
+    std::snprintf(note, sizeof(note),
+                  "+bf16 (bfloat16 weights: %s; products %.1f us, widened float32 FMAs %.1f us a "
+                  "tile)",
+                  CpuBf16DotsEnabled() ? "bfloat16 products" : "widened to float32",
+                  t.dots_ns / 1e3, t.widen_ns / 1e3);
+    cpu += note;
+  }
+  return cpu + "\nopenblas: " + OpenBlasConfig() + " (kernels: " + OpenBlasCoreName() + ")\n";
+}
+
+}  // namespace orca
