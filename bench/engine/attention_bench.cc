@@ -81,7 +81,7 @@ void BM_Attend(benchmark::State& state) {
 }
 BENCHMARK(BM_Attend)
     ->ArgsProduct({{0, 1, 2}, {512, 2048}, {1}, {64, 128}})
-    ->ArgsProduct({{1, 2}, {512}, {64}, {64}})
+    ->ArgsProduct({{1, 2}, {512}, {64, 512}, {64}})
     ->Unit(benchmark::kMicrosecond);
 
 ThreadPool& Pool() {

@@ -9,9 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <type_traits>
+#include <vector>
 
+#include "engine/backend/cpu/packed_gemm.h"
 #include "engine/backend/cpu/simd.h"
+#include "engine/backend/cpu/vec_exp.h"
 #include "engine/common/dtype.h"
 
 namespace orca {
@@ -52,27 +56,6 @@ void AttendScalar(int d, int q_len, int kv_len, const float* q, int64_t ldq, con
     const float inv = 1.0f / sum;
     for (int c = 0; c < d; ++c) o[c] *= inv;
   }
-}
-
-// exp(x) for x <= 0 (scores minus their maximum), Cephes' expf polynomial: relative
-// error about 2e-7. Inputs below -87 give exp(-87) ~ 1.6e-38, not 0: negligible next to
-// the maximum's 1.
-__attribute__((target("avx2,fma"))) inline __m256 Exp8(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-  const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(x, x), x), _mm256_set1_ps(1.0f));
-  const __m256i e =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
 // Keys and values are read this many rows ahead of their use: a cache streams one head's
@@ -220,25 +203,6 @@ __attribute__((target("avx2,fma,f16c"))) void StoreF16Avx2(const float* src, int
   for (; i < n; ++i) FromF32(src[i], dst + i);
 }
 
-// exp(x) for x <= 0 on sixteen lanes: Exp8's polynomial.
-ORCA_AVX512 inline __m512 Exp16(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
-  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), x);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, x, _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(x, x), x), _mm512_set1_ps(1.0f));
-  const __m512i e =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
-}
-
 // The sum of a's sixteen lanes folded to eight.
 ORCA_AVX512 inline __m256 Fold8(__m512 a) {
   return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
@@ -378,6 +342,103 @@ ORCA_AVX512 void AttendAvx512(int d, int q_len, int kv_len, const float* q, int6
   }
 }
 
+// row[j] = softmax_j(scale * row[j]) for j in [0, n), then zeros in [n, width).
+ORCA_AVX512 void SoftmaxRowAvx512(float* row, int n, int width, float scale) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int j = 0; j < n; j += 16) {
+    const __mmask16 m = FirstLanes(std::min(16, n - j));
+    const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, row + j), vscale);
+    _mm512_mask_storeu_ps(row + j, m, x);
+    vmax = _mm512_mask_max_ps(vmax, m, vmax, x);
+  }
+  const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512 vsum = _mm512_setzero_ps();
+  for (int j = 0; j < n; j += 16) {
+    const __mmask16 m = FirstLanes(std::min(16, n - j));
+    const __m512 e = Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + j), mx));
+    _mm512_mask_storeu_ps(row + j, m, e);
+    vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+  for (int j = 0; j < n; j += 16) {
+    const __mmask16 m = FirstLanes(std::min(16, n - j));
+    _mm512_mask_storeu_ps(row + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, row + j), inv));
+  }
+  std::fill(row + n, row + width, 0.0f);
+}
+
+// K's rows [0, kv_len) as an [kv_len, d] weight in PackWeights' layout (element (j, c)
+// at ((j / 16) * d + c) * 16 + j % 16): each row widened sixteen columns at a time and
+// scattered down its panel; the panels' padding rows zero.
+template <typename T>
+ORCA_AVX512 void PackKeysAvx512(int d, int kv_len, const T* const* krow, float* kp) {
+  const int64_t rows = PackedWeightFloats(kv_len, d) / d;
+  const int64_t full = kv_len / kPanelRows * kPanelRows;
+  std::fill(kp + full * d, kp + rows * d, 0.0f);
+  const __m512i lanes =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(kPanelRows));
+  for (int j = 0; j < kv_len; ++j) {
+    float* dst = kp + int64_t{j / kPanelRows} * d * kPanelRows + j % kPanelRows;
+    for (int c = 0; c < d; c += 16) {
+      const __mmask16 m = FirstLanes(std::min(16, d - c));
+      _mm512_mask_i32scatter_ps(dst + int64_t{c} * kPanelRows, m, lanes, LoadPart16(krow[j] + c, m),
+                                4);
+    }
+  }
+}
+
+// V's rows [0, kv_len) as a [d, kv_len] weight in the same layout (element (dim j,
+// key c) at ((j / 16) * kv_len + c) * 16 + j % 16): a value row's sixteen columns of a
+// panel are contiguous there, one widened load and one store each.
+template <typename T>
+ORCA_AVX512 void PackValuesAvx512(int d, int kv_len, const T* const* vrow, float* vp) {
+  const int panels = (d + kPanelRows - 1) / kPanelRows;
+  const int64_t total = PackedWeightFloats(d, kv_len);
+  std::fill(vp + int64_t{panels} * kv_len * kPanelRows, vp + total, 0.0f);
+  for (int c = 0; c < kv_len; ++c) {
+    for (int p = 0; p < panels; ++p) {
+      const __mmask16 m = FirstLanes(std::min(16, d - p * kPanelRows));
+      _mm512_storeu_ps(vp + (int64_t{p} * kv_len + c) * kPanelRows,
+                       LoadPart16(vrow[c] + p * kPanelRows, m));
+    }
+  }
+}
+
+// A prefill chunk's attention as two GEMMs on packed_gemm.h's AVX-512 kernels: S = Q K^T,
+// each row's causal softmax, then O = P V. Every key and value row is widened once for
+// all the query rows, where the row-at-a-time kernel widens and reads each once per row
+// and reduces every dot product horizontally. S runs in blocks of 64 query rows over the
+// keys the block's last row sees, so the causal upper triangle costs little there; P V
+// multiplies the triangle's zeros (at most half its products).
+template <typename T>
+void AttendByGemm(int d, int q_len, int kv_len, const float* q, int64_t ldq, const T* const* krow,
+                  const T* const* vrow, float scale, float* out, int64_t ldo) {
+  constexpr int kRowBlock = 64;
+  thread_local std::vector<float> kp, vp, s;
+  kp.resize(static_cast<size_t>(PackedWeightFloats(kv_len, d)));
+  vp.resize(static_cast<size_t>(PackedWeightFloats(d, kv_len)));
+  s.resize(static_cast<size_t>(q_len) * kv_len);
+  PackKeysAvx512(d, kv_len, krow, kp.data());
+  PackValuesAvx512(d, kv_len, vrow, vp.data());
+  const ParallelForFn serial = [](int64_t count, const std::function<void(int64_t)>& fn) {
+    for (int64_t i = 0; i < count; ++i) fn(i);
+  };
+  for (int r0 = 0; r0 < q_len; r0 += kRowBlock) {
+    const int rows = std::min(kRowBlock, q_len - r0);
+    const int seen = kv_len - q_len + r0 + rows;  // keys the block's last row attends to
+    float* sb = s.data() + int64_t{r0} * kv_len;
+    PackedGemm(rows, seen, d, q + r0 * ldq, ldq, kp.data(), nullptr, sb, kv_len, serial,
+               SimdLevel::kAvx512);
+    for (int i = 0; i < rows; ++i) {
+      SoftmaxRowAvx512(sb + int64_t{i} * kv_len, seen - rows + i + 1, kv_len, scale);
+    }
+  }
+  PackedGemm(q_len, d, kv_len, s.data(), kv_len, vp.data(), nullptr, out, ldo, serial,
+             SimdLevel::kAvx512);
+}
+
 }  // namespace
 
 namespace internal {
@@ -393,7 +454,12 @@ template <typename T>
 void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
                    const T* const* krow, const T* const* vrow, float scale, float* scores,
                    float* out, int64_t ldo, SimdLevel level) {
-  switch (std::min(level, CpuMaxSimdLevel())) {
+  level = std::min(level, CpuMaxSimdLevel());
+  if (level == SimdLevel::kAvx512 && q_len >= kGemmAttentionMinRows &&
+      int64_t{q_len} * kv_len <= kGemmAttentionMaxScores) {
+    return AttendByGemm(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, out, ldo);
+  }
+  switch (level) {
     case SimdLevel::kAvx512:
       return AttendAvx512(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, scores, out, ldo);
     case SimdLevel::kAvx2:

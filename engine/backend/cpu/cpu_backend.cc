@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/activation_kernel.h"
 #include "engine/backend/cpu/attention_kernel.h"
 #include "engine/backend/cpu/onednn_gemm.h"
 #include "engine/backend/cpu/packed_gemm.h"
@@ -54,20 +55,6 @@ class HostBuffer : public DeviceBuffer {
   void* data_;
   size_t bytes_;
 };
-
-inline float ApplyActivation(float x, Activation act) {
-  switch (act) {
-    case Activation::kSilu:
-      return x / (1.0f + std::exp(-x));
-    case Activation::kGeluTanh: {
-      constexpr float kC = 0.7978845608028654f;  // sqrt(2/pi)
-      return 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x)));
-    }
-    case Activation::kGeluErf:
-      return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
-  }
-  return x;
-}
 
 class CpuBackend : public Backend {
  public:
@@ -301,14 +288,14 @@ class CpuBackend : public Backend {
       const float* g = gate_up.f32() + r * gate_up.cols;
       const float* u = g + inter;
       float* o = out.f32() + r * inter;
-      for (int64_t j = 0; j < inter; ++j) o[j] = ApplyActivation(g[j], act) * u[j];
+      ActivationRow(g, u, inter, act, o);
     });
   }
 
   void ActivationInPlace(Tensor x, Activation act) override {
     ParallelFor(x.rows, x.rows * x.cols * 16, [&](int64_t r) {
       float* v = x.f32() + r * x.cols;
-      for (int64_t j = 0; j < x.cols; ++j) v[j] = ApplyActivation(v[j], act);
+      ActivationRow(v, nullptr, x.cols, act, v);
     });
   }
 

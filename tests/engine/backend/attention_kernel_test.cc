@@ -32,7 +32,9 @@ void CheckAgainstDoubleReference(SimdLevel level) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
   for (int d : {8, 12, 16, 64, 72, 80, 128, 136, 256}) {
-    for (int q_len : {1, 5, 40}) {
+    // 40 and 130 rows: the GEMM path on AVX-512 (kGemmAttentionMinRows), 130 in three
+    // blocks of score rows, the last partial.
+    for (int q_len : {1, 5, 40, 130}) {
       for (int kv_len : {q_len, q_len + 3, q_len + 37, q_len + 300}) {
         for (float scale : {0.125f, 30.0f}) {
           const int64_t ldq = d * 3 + 1, ldo = d + 4;
