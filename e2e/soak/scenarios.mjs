@@ -206,10 +206,16 @@ function disconnecting(kind, ctx, rng) {
     let settled = false;
     const settle = (v, extra) => { if (!settled) { settled = true; clearTimeout(timer); resolve(record(kind, ctx, t0, v, account, extra)); } };
     const req = http.request(new URL('/v1/completions', ctx.baseURL), { method: 'POST', headers: headers(ctx) });
-    const timer = setTimeout(() => { req.destroy(); settle({ outcome: 'aborted' }); }, afterMs);
+    let timer = setTimeout(() => { req.destroy(); settle({ outcome: 'aborted' }); }, afterMs);
     req.on('error', (e) => settle({ outcome: 'violation', detail: `no answer (${e.code}: ${e.message})` }));
     req.on('response', async (res) => {
+      // Answered before we left: the body, too, must end within the client timeout.
       clearTimeout(timer);
+      timer = setTimeout(() => {
+        settle({ outcome: 'violation', detail: 'hang: the answer\'s body did not end within the client timeout' },
+               { status: res.statusCode });
+        res.destroy();
+      }, ctx.timeoutMs);
       let text = '';
       try {
         for await (const d of res) text += d;

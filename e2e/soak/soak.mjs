@@ -220,9 +220,20 @@ export async function runSoak(opts) {
     const faultsUntil = Math.max(0, durationMs - 15000);
     const faultsDone = injector.run(faultsUntil);
     let progress = 0;
+    // What each client is doing, for the watchdog below.
+    const inFlight = new Set();
+    const tracked = async (kind, c, r) => {
+      const entry = { kind, start: now() };
+      inFlight.add(entry);
+      try {
+        return await runScenario(kind, c, r);
+      } finally {
+        inFlight.delete(entry);
+      }
+    };
     const loop = async (r) => {
       while (now() < durationMs) {
-        const records = await runScenario(r.weighted(kMix), ctx, r);
+        const records = await tracked(r.weighted(kMix), ctx, r);
         ledger.add(records);
         // A client told to retry (429/503 with Retry-After: 1) waits about that long.
         if (records.some((x) => x.outcome === 'retriable')) await sleep(r.uniform(500, 1500));
@@ -238,10 +249,15 @@ export async function runSoak(opts) {
         const at = now() + r.uniform(kBurstIntervalS[0], kBurstIntervalS[1]) * 1000;
         if (at >= durationMs) return;
         await sleep(at - now());
-        ledger.add(await runScenario('burst', ctx, r));
+        ledger.add(await tracked('burst', ctx, r));
       }
     };
-    await Promise.all([...Array.from({ length: opts.concurrency }, () => loop(rng.fork())), bursts(rng.fork())]);
+    // Every request has its client timeout, so the clients end by then; a client past
+    // it is a hang in the soak itself, named here rather than left to ctest's timeout.
+    const clientsDone = Promise.all([...Array.from({ length: opts.concurrency }, () => loop(rng.fork())),
+                                     bursts(rng.fork())]);
+    await watchdog(clientsDone, durationMs + 2 * timeoutMs + 30000, now, () =>
+      [...inFlight].map((x) => `${x.kind} since t=${(x.start / 1000).toFixed(1)} s`).join(', '));
     injector.stop();
     await faultsDone;
     const faultyEnd = now();
@@ -352,6 +368,22 @@ export async function runSoak(opts) {
     injector.stop();
     sampler.running = false;
     if (exitCode === null) await server.stop(5000);
+  }
+}
+
+// Resolves with `work`, or rejects once `now()` passes `untilMs`, naming what
+// `describe()` says is still in flight.
+export async function watchdog(work, untilMs, now, describe) {
+  let timer;
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the clients did not finish by t=${(untilMs / 1000).toFixed(0)} s ` +
+                                              `(a client hang); in flight: ${describe() || 'nothing'}`)),
+                       Math.max(0, untilMs - now()));
+  });
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { defaultOptions, runSoak } from './soak.mjs';
+import { defaultOptions, runSoak, watchdog } from './soak.mjs';
 import { parseExposition, sampleValue } from './observe.mjs';
 import { findModel } from './server.mjs';
 import http from 'node:http';
@@ -142,4 +142,12 @@ test('a POST refused with 401 before its body is read says Connection: close', a
     assert.equal(await server.stop(), 0);
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('the watchdog turns a client that never finishes into an error naming it', async () => {
+  const t0 = performance.now();
+  const now = () => performance.now() - t0;
+  assert.equal(await watchdog(Promise.resolve(7), 50, now, () => 'nothing'), 7);
+  await assert.rejects(watchdog(new Promise(() => {}), 50, now, () => 'disconnect since t=0.0 s'),
+                       /did not finish by t=0 s \(a client hang\); in flight: disconnect since t=0.0 s/);
 });

@@ -53,14 +53,17 @@ struct Outcome {
   absl::Duration elapsed;
 };
 
-// Pops `stream`'s events until it finishes or `timeout` passes.
-// Durations on the monotonic clock, as the engine measures its deadlines: the wall
-// clock may be stepped (on a development VM, during a TSan run, the queue deadline
-// seemed to fire 0.15 s early by absl::Now()).
-Outcome Drain(RequestStream& stream, absl::Duration timeout) {
+using Clock = std::chrono::steady_clock;
+
+// Pops `stream`'s events until it finishes or `timeout` passes since `start`.
+// Durations on the monotonic clock, as the engine measures its deadlines (the wall
+// clock may be stepped), and from a `start` taken before Submit: the engine stamps the
+// request's arrival inside Submit, and on a loaded machine Submit itself can take a
+// noticeable time (CI, TSan, 12 tests on 2 cores: the deadline seemed to fire 0.27 s
+// early when the clock started after Submit returned).
+Outcome Drain(RequestStream& stream, Clock::time_point start, absl::Duration timeout) {
   Outcome o;
-  const auto start = std::chrono::steady_clock::now();
-  auto since_start = [&] { return absl::FromChrono(std::chrono::steady_clock::now() - start); };
+  auto since_start = [&] { return absl::FromChrono(Clock::now() - start); };
   while (!o.finished) {
     const absl::Duration left = timeout - since_start();
     if (left <= absl::ZeroDuration() || !stream.Pop(&o.last, left)) break;
@@ -99,9 +102,11 @@ TEST(EngineQueueDeadlineTest, QueuedRequestFailsRetriablyAtItsDeadlineAndServing
   engine.Start();
 
   // The group is down: the request waits in the queue, then fails at its deadline.
-  auto queued = engine.Submit(Greedy(engine, 8));
+  GenerateParams params = Greedy(engine, 8);
+  const Clock::time_point before_submit = Clock::now();
+  auto queued = engine.Submit(std::move(params));
   ASSERT_TRUE(queued.ok()) << queued.status();
-  Outcome o = Drain(**queued, absl::Seconds(10));
+  Outcome o = Drain(**queued, before_submit, absl::Seconds(10));
   ASSERT_TRUE(o.finished) << "the queued request still waits after 10 s (no queue deadline)";
   EXPECT_EQ(o.last.finish_reason, FinishReason::kError);
   EXPECT_TRUE(absl::IsUnavailable(o.last.status)) << o.last.status;  // retriable: 503
@@ -115,7 +120,7 @@ TEST(EngineQueueDeadlineTest, QueuedRequestFailsRetriablyAtItsDeadlineAndServing
   ASSERT_TRUE(waits_briefly.ok()) << waits_briefly.status();
   absl::SleepFor(absl::Milliseconds(500));
   exec->set_ready(true);
-  o = Drain(**waits_briefly, absl::Seconds(30));
+  o = Drain(**waits_briefly, Clock::now(), absl::Seconds(30));
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.last.finish_reason, FinishReason::kLength) << o.last.status;
   EXPECT_EQ(o.tokens, 64);
@@ -141,10 +146,10 @@ TEST(EngineQueueDeadlineTest, ZeroMeansNoDeadline) {
   engine.Start();
   auto queued = engine.Submit(Greedy(engine, 4));
   ASSERT_TRUE(queued.ok()) << queued.status();
-  Outcome o = Drain(**queued, absl::Seconds(1));
+  Outcome o = Drain(**queued, Clock::now(), absl::Seconds(1));
   EXPECT_FALSE(o.finished) << o.last.status;
   exec->set_ready(true);
-  o = Drain(**queued, absl::Seconds(30));
+  o = Drain(**queued, Clock::now(), absl::Seconds(30));
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.last.finish_reason, FinishReason::kLength) << o.last.status;
   engine.Stop();
