@@ -10,6 +10,9 @@
 // batches; BM_Sgemm times OpenBLAS's sgemm (sgemv for one row) on the same shapes, the
 // row-major paths' choice from 17 rows.
 //
+// BM_PackedGemmF16 times packed_gemm.h's float16 panels against BM_RowMajorF16 (the
+// backend's row-major float16 path up to 16 rows).
+//
 // BM_PackedGemmBf16 times packed_gemm_bf16.h (bfloat16 weights packed once; bfloat16
 // products from 8 rows where the CPU has AVX512_BF16) against BM_RowMajorBf16, the
 // backend's row-major bfloat16 paths (SmallGemm below 8 rows, oneDNN from 8 where
@@ -55,6 +58,12 @@ struct Gemm {
         benchmark::Counter(2.0 * m * n * k * iters / 1e9, benchmark::Counter::kIsRate);
     state.counters["weight_GBs"] =
         benchmark::Counter(bytes_per_weight * n * k * iters / 1e9, benchmark::Counter::kIsRate);
+  }
+  // w as float16 bits.
+  std::vector<uint16_t> F16Weights() const {
+    std::vector<uint16_t> w16(w.size());
+    for (size_t i = 0; i < w.size(); ++i) w16[i] = F32ToF16(w[i]);
+    return w16;
   }
   // w as bfloat16 bits.
   std::vector<uint16_t> Bf16Weights() const {
@@ -123,6 +132,39 @@ void BM_PackedGemmBf16(benchmark::State& state) {
   if (PackedGemmBf16RoundsActivations(g.m, level)) state.SetLabel("bf16 products");
 }
 
+void BM_PackedGemmF16(benchmark::State& state) {
+  if (!LevelRunsHere(state)) return;
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  Gemm g(state);
+  const std::vector<uint16_t> w16 = g.F16Weights();
+  std::vector<uint16_t> packed(PackedWeightFloats(g.n, g.k));
+  PackWeightsF16(w16.data(), g.n, g.k, packed.data());
+  for (auto _ : state) {
+    PackedGemmF16(g.m, g.n, g.k, g.x.data(), g.k, packed.data(), nullptr, g.out.data(), g.n,
+                  PoolParallelFor(), level);
+    benchmark::DoNotOptimize(g.out.data());
+  }
+  g.Report(state, 2.0);
+}
+
+// The backend's row-major float16 path up to 16 rows (SmallGemm, widening in registers).
+void BM_RowMajorF16(benchmark::State& state) {
+  if (!LevelRunsHere(state)) return;
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  Gemm g(state);
+  if (g.m > kSmallGemmMaxRows) {
+    state.SkipWithError("row-major float16 takes sgemm over widened panels beyond this");
+    return;
+  }
+  const std::vector<uint16_t> w16 = g.F16Weights();
+  for (auto _ : state) {
+    SmallGemm(g.m, g.n, g.k, g.x.data(), g.k, reinterpret_cast<const Fp16*>(w16.data()), nullptr,
+              g.out.data(), g.n, PoolParallelFor(), level);
+    benchmark::DoNotOptimize(g.out.data());
+  }
+  g.Report(state, 2.0);
+}
+
 void BM_RowMajorBf16(benchmark::State& state) {
   if (!LevelRunsHere(state)) return;
   const auto level = static_cast<SimdLevel>(state.range(0));
@@ -178,7 +220,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_SmallGemm)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // Rows: one sequence's decode, decode batches, a prefill chunk.
-constexpr int kPackedRows[] = {1, 4, 8, 16, 24, 32, 512};
+constexpr int kPackedRows[] = {1, 4, 8, 16, 24, 32, 64, 128, 512};
 
 void PackedShapes(benchmark::internal::Benchmark* b) {
   for (int level : {1, 2}) {
@@ -193,6 +235,8 @@ void PackedShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_PackedGemm)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_PackedGemmBf16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_RowMajorBf16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_PackedGemmF16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_RowMajorF16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void SgemmShapes(benchmark::internal::Benchmark* b) {
   for (int rows : kPackedRows) {

@@ -57,6 +57,7 @@ Roofline MeasureRoofline(double seconds);
 // Per-token work of a decode step of `config`-shaped model (see the floors above).
 struct DecodeWork {
   double gemm_params = 0;         // parameters the GEMMs read (not the embedding table)
+  double head_params = 0;         // of which the LM head's (hidden x vocab)
   double kv_bytes_per_token = 0;  // K and V bytes of one cached token, all layers
   double attn_flops_per_ctx = 0;  // attention FLOPs per (query token x cached token)
 };
@@ -70,6 +71,13 @@ struct DecodeFloors {
 // tokens each, for weights of `bytes_per_param`.
 DecodeFloors DecodeFloorsMs(const DecodeWork& work, double bytes_per_param, int32_t batch,
                             double context, const Roofline& roof);
+
+// The floors of the prefill of `batch` prompts of `input_len` tokens, in ms: every
+// prompt token through the layers' GEMMs and causal attention (input_len / 2 cached
+// tokens on average), but only each sequence's last token through the LM head (the
+// rows that sample), the weights read once.
+DecodeFloors PrefillFloorsMs(const DecodeWork& work, double bytes_per_param, int32_t batch,
+                             int32_t input_len, const Roofline& roof);
 
 // Runs the sweep. `progress` (may be empty) receives one line per finished batch size.
 // Fails when the model cannot be loaded, the lengths exceed its context or an

@@ -164,6 +164,14 @@ TEST(EngineSweepTest, FloorsByHand) {
   DecodeFloors f = DecodeFloorsMs(w, 4.0, 2, 50, roof);
   EXPECT_NEAR(f.bandwidth_ms, 40.01, 1e-9);
   EXPECT_NEAR(f.flops_ms, (4e8 + 1e4) / 1e11 * 1e3, 1e-9);
+
+  // Prefill of 2 x 10 tokens: the LM head (3e7 of the 1e8 parameters) only for the 2 rows
+  // that sample; attention over 5 cached tokens on average; weights read once, 20
+  // tokens' KV written.
+  w.head_params = 3e7;
+  DecodeFloors p = PrefillFloorsMs(w, 4.0, 2, 10, roof);
+  EXPECT_NEAR(p.flops_ms, (2 * 7e7 * 20 + 2 * 3e7 * 2 + 20 * 5 * 100) / 1e11 * 1e3, 1e-9);
+  EXPECT_NEAR(p.bandwidth_ms, (4e8 + 20 * 1000) / 1e10 * 1e3, 1e-9);
 }
 
 TEST(EngineSweepTest, TinyModelSweepIsCompleteAndPlots) {
@@ -187,15 +195,16 @@ TEST(EngineSweepTest, TinyModelSweepIsCompleteAndPlots) {
   EXPECT_GT((*doc)["roofline"]["read_gbs"].get<double>(), 0);
   ASSERT_EQ((*doc)["points"].size(), 2u);
   for (const auto& p : (*doc)["points"]) {
-    for (const char* k : {"batch", "total_s", "prefill_s", "decode_iterations", "decode_iter_ms",
-                          "floor_decode_bandwidth_ms", "floor_decode_flops_ms",
-                          "decode_roof_fraction", "floor_total_s", "output_tokens_per_s"}) {
+    for (const char* k :
+         {"batch", "total_s", "prefill_s", "decode_iterations", "decode_iter_ms",
+          "floor_decode_bandwidth_ms", "floor_decode_flops_ms", "decode_roof_fraction",
+          "floor_prefill_s", "prefill_roof_fraction", "floor_total_s", "output_tokens_per_s"}) {
       EXPECT_TRUE(p.contains(k)) << k;
     }
     EXPECT_EQ(p["decode_iterations"], 3);
     EXPECT_GT(p["total_s"].get<double>(), 0);
   }
-  EXPECT_EQ(lines, 3);  // the roofline line and one per batch size
+  EXPECT_EQ(lines, 4);  // the roofline, the warm-up and one line per batch size
 
   REQUIRE_PLOTTING();
   auto spec = EngineSweepPlot({*doc}, {"tiny"}, "engine");

@@ -85,9 +85,10 @@ class CpuBackend : public Backend {
 
   // float32 weights are packed into panels (packed_gemm.h): at 16 rows 2-3.5x the rate of
   // the row-major kernels, and above sgemm's at prefill sizes (docs/benchmarks.md);
-  // bfloat16 ones too where the CPU has AVX-512 (packed_gemm_bf16.h: bfloat16 products
-  // from 8 rows where it has AVX512_BF16). ORCA_CPU_PACKED=0 keeps them row-major
-  // (benchmarks compare the two in one build).
+  // float16 ones into the same panels where the CPU has AVX2 or AVX-512 (widened in
+  // registers); bfloat16 ones where it has AVX-512 (packed_gemm_bf16.h: bfloat16
+  // products from 8 rows where it has AVX512_BF16). ORCA_CPU_PACKED=0 keeps them
+  // row-major (benchmarks compare the two in one build).
   absl::StatusOr<Tensor> UploadLinearWeight(const void* host, DType dtype, int64_t rows,
                                             int64_t cols,
                                             std::unique_ptr<DeviceBuffer>* storage) override {
@@ -97,6 +98,11 @@ class CpuBackend : public Backend {
           *storage, Allocate(static_cast<size_t>(PackedWeightBf16Elements(rows, cols)) * 2));
       PackWeightsBf16(static_cast<const uint16_t*>(host), rows, cols,
                       static_cast<uint16_t*>((*storage)->data()));
+    } else if (dtype == DType::kF16) {
+      ORCA_ASSIGN_OR_RETURN(*storage,
+                            Allocate(static_cast<size_t>(PackedWeightFloats(rows, cols)) * 2));
+      PackWeightsF16(static_cast<const uint16_t*>(host), rows, cols,
+                     static_cast<uint16_t*>((*storage)->data()));
     } else {
       ORCA_ASSIGN_OR_RETURN(*storage,
                             Allocate(static_cast<size_t>(PackedWeightFloats(rows, cols)) * 4));
@@ -111,8 +117,9 @@ class CpuBackend : public Backend {
       const char* env = std::getenv("ORCA_CPU_PACKED");
       return env == nullptr || std::strcmp(env, "0") != 0;
     }();
-    return enabled && (dtype == DType::kF32 ||
-                       (dtype == DType::kBF16 && CpuSimdLevel() == SimdLevel::kAvx512));
+    return enabled &&
+           (dtype == DType::kF32 || (dtype == DType::kF16 && CpuSimdLevel() >= SimdLevel::kAvx2) ||
+            (dtype == DType::kBF16 && CpuSimdLevel() == SimdLevel::kAvx512));
   }
 
   MemoryInfo GetMemoryInfo() const override {
@@ -139,6 +146,8 @@ class CpuBackend : public Backend {
       const float* src = row.data();
       if (table.layout == TensorLayout::kPackedPanels && table.dtype == DType::kBF16) {
         UnpackWeightRowBf16(static_cast<const uint16_t*>(table.data), h, ids[i], row.data());
+      } else if (table.layout == TensorLayout::kPackedPanels && table.dtype == DType::kF16) {
+        UnpackWeightRowF16(static_cast<const uint16_t*>(table.data), h, ids[i], row.data());
       } else if (table.layout == TensorLayout::kPackedPanels) {  // a tied LM head
         UnpackWeightRow(table.f32(), h, ids[i], row.data());
       } else if (table.dtype == DType::kF32) {
@@ -160,7 +169,8 @@ class CpuBackend : public Backend {
   // table serving as LM head where packing is off, tests) through OpenBLAS (sgemv for one
   // row, sgemm from 17), SmallGemm between.
   // 16-bit weights (stored as the checkpoint has them, half the bytes to stream): packed
-  // bfloat16 ones through PackedGemmBf16 at every size (bfloat16 products from
+  // float16 ones through PackedGemmF16 at every size; packed bfloat16 ones through
+  // PackedGemmBf16 at every size (bfloat16 products from
   // kPackedBf16DotMinRows rows where the CPU has them); row-major bfloat16 ones from
   // kOneDnnBf16MinRows rows go through oneDNN where the CPU multiplies bfloat16 pairs
   // (onednn_gemm.h: activations rounded to bfloat16, about 2x sgemm's rate); the rest through
@@ -180,6 +190,11 @@ class CpuBackend : public Backend {
     if (w.layout == TensorLayout::kPackedPanels && w.dtype == DType::kBF16) {
       PackedGemmBf16(m, n, k, x.f32(), lda, static_cast<const uint16_t*>(w.data), b, out.f32(), ldc,
                      spread);
+      return;
+    }
+    if (w.layout == TensorLayout::kPackedPanels && w.dtype == DType::kF16) {
+      PackedGemmF16(m, n, k, x.f32(), lda, static_cast<const uint16_t*>(w.data), b, out.f32(), ldc,
+                    spread);
       return;
     }
     if (w.layout == TensorLayout::kPackedPanels) {

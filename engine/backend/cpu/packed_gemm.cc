@@ -10,25 +10,29 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 namespace orca {
 namespace {
 
 using packed_internal::kAvx512MaxRows;
+using packed_internal::PackedRows;
 using packed_internal::TileSums;
 
 // One tile: rows [0, R) of x against the 32 columns of a panel pair (w: the first
-// panel's block start; the second panel is pstride floats on), over kc input columns.
-// Starts from out's values with `accumulate` (a later k block), else from zero; adds
-// `bias` (null but on the last block) and stores the first `cols` (1..32) columns.
-template <int R>
-ORCA_AVX512 void TileAvx512(int kc, const float* x, int64_t ldx, const float* w, int64_t pstride,
+// panel's block start; the second panel is pstride elements on), over kc input columns.
+// W: float, or Fp16 (widened in registers, exactly). Starts from out's values with
+// `accumulate` (a later k block), else from zero; adds `bias` (null but on the last
+// block) and stores the first `cols` (1..32) columns.
+template <int R, typename W>
+ORCA_AVX512 void TileAvx512(int kc, const float* x, int64_t ldx, const W* w, int64_t pstride,
                             float* out, int64_t ldo, int cols, const float* bias, bool accumulate) {
   TileSums<R> t(out, ldo, cols, accumulate);
-  const float* w1 = w + pstride;
+  const W* w1 = w + pstride;
   for (int c = 0; c < kc; ++c) {
-    const __m512 v0 = _mm512_loadu_ps(w + c * kPanelRows);
-    const __m512 v1 = _mm512_loadu_ps(w1 + c * kPanelRows);
+    const __m512 v0 = Load16(w + c * kPanelRows);
+    const __m512 v1 = Load16(w1 + c * kPanelRows);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 xb = _mm512_set1_ps(x[r * ldx + c]);
@@ -41,10 +45,11 @@ ORCA_AVX512 void TileAvx512(int kc, const float* x, int64_t ldx, const float* w,
 
 // As TileAvx512 with 8 lanes, over one panel (16 columns, `cols` of them stored) and up
 // to 6 rows: 12 accumulators, two weight vectors and a broadcast in the 16 registers.
-template <int R>
-__attribute__((target("avx2,fma"))) void TileAvx2(int kc, const float* x, int64_t ldx,
-                                                  const float* w, float* out, int64_t ldo, int cols,
-                                                  const float* bias, bool accumulate) {
+template <int R, typename W>
+__attribute__((target("avx2,fma,f16c"))) void TileAvx2(int kc, const float* x, int64_t ldx,
+                                                       const W* w, float* out, int64_t ldo,
+                                                       int cols, const float* bias,
+                                                       bool accumulate) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
   const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), lane);
@@ -55,8 +60,8 @@ __attribute__((target("avx2,fma"))) void TileAvx2(int kc, const float* x, int64_
     a1[r] = accumulate ? _mm256_maskload_ps(out + r * ldo + 8, m1) : _mm256_setzero_ps();
   }
   for (int c = 0; c < kc; ++c) {
-    const __m256 v0 = _mm256_loadu_ps(w + c * kPanelRows);
-    const __m256 v1 = _mm256_loadu_ps(w + c * kPanelRows + 8);
+    const __m256 v0 = Load8(w + c * kPanelRows);
+    const __m256 v1 = Load8(w + c * kPanelRows + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
       const __m256 xb = _mm256_broadcast_ss(x + r * ldx + c);
@@ -80,65 +85,73 @@ __attribute__((target("avx2,fma"))) void TileAvx2(int kc, const float* x, int64_
 }
 
 // The portable tile: `rows` rows against one panel's first `cols` columns.
-void TileScalar(int rows, int kc, const float* x, int64_t ldx, const float* w, float* out,
-                int64_t ldo, int cols, const float* bias, bool accumulate) {
+template <typename W>
+void TileScalar(int rows, int kc, const float* x, int64_t ldx, const W* w, float* out, int64_t ldo,
+                int cols, const float* bias, bool accumulate) {
   for (int r = 0; r < rows; ++r) {
     for (int l = 0; l < cols; ++l) {
       float acc = accumulate ? out[r * ldo + l] : 0.0f;
-      for (int c = 0; c < kc; ++c) acc += x[r * ldx + c] * w[c * kPanelRows + l];
+      for (int c = 0; c < kc; ++c) acc += x[r * ldx + c] * ToF32(w[c * kPanelRows + l]);
       out[r * ldo + l] = bias != nullptr ? acc + bias[l] : acc;
     }
   }
 }
 
-using Avx512Tile = void (*)(int, const float*, int64_t, const float*, int64_t, float*, int64_t, int,
+template <typename W>
+using Avx512Tile = void (*)(int, const float*, int64_t, const W*, int64_t, float*, int64_t, int,
                             const float*, bool);
-using Avx2Tile = void (*)(int, const float*, int64_t, const float*, float*, int64_t, int,
-                          const float*, bool);
+template <typename W>
+using Avx2Tile = void (*)(int, const float*, int64_t, const W*, float*, int64_t, int, const float*,
+                          bool);
 
 constexpr int kAvx2MaxRows = 6;
 
-Avx512Tile Avx512TileFor(int rows) {
-  static const Avx512Tile table[] = {nullptr,       TileAvx512<1>, TileAvx512<2>,
-                                     TileAvx512<3>, TileAvx512<4>, TileAvx512<5>,
-                                     TileAvx512<6>, TileAvx512<7>, TileAvx512<8>};
+// From these rows on, a float16 panel pair's block is widened once for all its tiles;
+// below, each tile widens its loads in registers, overlapped with the weights' stream
+// (orca-bench-small-gemm BM_PackedGemmF16 on an Emerald Rapids Xeon: at 16-32 rows the
+// tiles' own widening is 1.1-1.4x faster, from 64 rows the block's 1.1-1.3x).
+constexpr int kF16WidenMinRows = 64;
+
+template <typename W>
+Avx512Tile<W> Avx512TileFor(int rows) {
+  static const Avx512Tile<W> table[] = {nullptr,          TileAvx512<1, W>, TileAvx512<2, W>,
+                                        TileAvx512<3, W>, TileAvx512<4, W>, TileAvx512<5, W>,
+                                        TileAvx512<6, W>, TileAvx512<7, W>, TileAvx512<8, W>};
   return table[rows];
 }
 
-Avx2Tile Avx2TileFor(int rows) {
-  static const Avx2Tile table[] = {nullptr,     TileAvx2<1>, TileAvx2<2>, TileAvx2<3>,
-                                   TileAvx2<4>, TileAvx2<5>, TileAvx2<6>};
+template <typename W>
+Avx2Tile<W> Avx2TileFor(int rows) {
+  static const Avx2Tile<W> table[] = {nullptr,        TileAvx2<1, W>, TileAvx2<2, W>,
+                                      TileAvx2<3, W>, TileAvx2<4, W>, TileAvx2<5, W>,
+                                      TileAvx2<6, W>};
   return table[rows];
 }
 
-// Every row of x against one panel pair's columns [j0, j0 + cols) over input columns
-// [c0, c0 + kc) (panel: the pair's first panel at column 0).
-void PanelPairBlock(SimdLevel level, int m, int k, int c0, int kc, const float* x, int64_t ldx,
-                    const float* panel, int64_t j0, int cols, const float* bias, float* out,
-                    int64_t ldo) {
-  const int64_t pstride = int64_t{k} * kPanelRows;
-  const bool accumulate = c0 > 0;
-  const float* b = c0 + kc >= k && bias != nullptr ? bias + j0 : nullptr;
-  const float* xs = x + c0;
-  const float* ws = panel + int64_t{c0} * kPanelRows;
-  float* o = out + j0;
+// Every row of x (xs: at the block's first column) against one panel pair's block of kc
+// input columns (ws: the first panel's block start, the second pstride elements on),
+// `cols` of its columns stored to o.
+template <typename W>
+void TilesOverBlock(SimdLevel level, int m, int kc, const float* xs, int64_t ldx, const W* ws,
+                    int64_t pstride, int cols, const float* b, float* o, int64_t ldo,
+                    bool accumulate) {
   if (level == SimdLevel::kAvx512) {
     for (int r = 0; r < m; r += kAvx512MaxRows) {
       const int rows = std::min(kAvx512MaxRows, m - r);
-      Avx512TileFor(rows)(kc, xs + r * ldx, ldx, ws, pstride, o + r * ldo, ldo, cols, b,
-                          accumulate);
+      Avx512TileFor<W>(rows)(kc, xs + r * ldx, ldx, ws, pstride, o + r * ldo, ldo, cols, b,
+                             accumulate);
     }
     return;
   }
   for (int half = 0; half < 2 && cols > half * kPanelRows; ++half) {
     const int hc = std::min(kPanelRows, cols - half * kPanelRows);
-    const float* wh = ws + half * pstride;
+    const W* wh = ws + half * pstride;
     float* oh = o + half * kPanelRows;
     const float* bh = b != nullptr ? b + half * kPanelRows : nullptr;
     for (int r = 0; r < m; r += kAvx2MaxRows) {
       const int rows = std::min(kAvx2MaxRows, m - r);
       if (level == SimdLevel::kAvx2) {
-        Avx2TileFor(rows)(kc, xs + r * ldx, ldx, wh, oh + r * ldo, ldo, hc, bh, accumulate);
+        Avx2TileFor<W>(rows)(kc, xs + r * ldx, ldx, wh, oh + r * ldo, ldo, hc, bh, accumulate);
       } else {
         TileScalar(rows, kc, xs + r * ldx, ldx, wh, oh + r * ldo, ldo, hc, bh, accumulate);
       }
@@ -146,26 +159,72 @@ void PanelPairBlock(SimdLevel level, int m, int k, int c0, int kc, const float* 
   }
 }
 
-}  // namespace
+// Every row of x against one panel pair's columns [j0, j0 + cols) over input columns
+// [c0, c0 + kc) (panel: the pair's first panel at column 0). For kF16WidenMinRows rows
+// or more, float16 panels are widened block by block into float32 first (once, instead
+// of once per tile; the same products in the same order either way).
+template <typename W>
+void PanelPairBlock(SimdLevel level, int m, int k, int c0, int kc, const float* x, int64_t ldx,
+                    const W* panel, int64_t j0, int cols, const float* bias, float* out,
+                    int64_t ldo) {
+  const int64_t pstride = int64_t{k} * kPanelRows;
+  const bool accumulate = c0 > 0;
+  const float* b = c0 + kc >= k && bias != nullptr ? bias + j0 : nullptr;
+  const float* xs = x + c0;
+  const W* ws = panel + int64_t{c0} * kPanelRows;
+  float* o = out + j0;
+  if constexpr (!std::is_same_v<W, float>) {
+    if (m >= kF16WidenMinRows) {
+      // 64-byte aligned, as the packed weights are: the tiles' 64-byte loads from a
+      // vector's own 16-byte alignment would each span two cache lines (7 % of a
+      // prefill's time).
+      const int64_t block = int64_t{kc} * kPanelRows;
+      thread_local std::vector<float> scratch;
+      scratch.resize(static_cast<size_t>(2 * block + 16));
+      const uintptr_t misaligned = reinterpret_cast<uintptr_t>(scratch.data()) % 64;
+      float* widened = scratch.data() + (misaligned ? (64 - misaligned) / sizeof(float) : 0);
+      WidenToF32(ws, block, widened, level);
+      WidenToF32(ws + pstride, block, widened + block, level);
+      TilesOverBlock(level, m, kc, xs, ldx, static_cast<const float*>(widened), block, cols, b, o,
+                     ldo, accumulate);
+      return;
+    }
+  }
+  TilesOverBlock(level, m, kc, xs, ldx, ws, pstride, cols, b, o, ldo, accumulate);
+}
 
-using packed_internal::PackedRows;
+template <typename W>
+void PackPanels(const W* w, int64_t n, int64_t k, W* packed, W zero) {
+  const int64_t panels = PackedRows(n) / kPanelRows;
+  for (int64_t p = 0; p < panels; ++p) {
+    W* dst = packed + p * k * kPanelRows;
+    for (int64_t l = 0; l < kPanelRows; ++l) {
+      const int64_t j = p * kPanelRows + l;
+      for (int64_t c = 0; c < k; ++c) dst[c * kPanelRows + l] = j < n ? w[j * k + c] : zero;
+    }
+  }
+}
+
+}  // namespace
 
 int64_t PackedWeightFloats(int64_t n, int64_t k) { return PackedRows(n) * k; }
 
 void PackWeights(const float* w, int64_t n, int64_t k, float* packed) {
-  const int64_t panels = PackedRows(n) / kPanelRows;
-  for (int64_t p = 0; p < panels; ++p) {
-    float* dst = packed + p * k * kPanelRows;
-    for (int64_t l = 0; l < kPanelRows; ++l) {
-      const int64_t j = p * kPanelRows + l;
-      for (int64_t c = 0; c < k; ++c) dst[c * kPanelRows + l] = j < n ? w[j * k + c] : 0.0f;
-    }
-  }
+  PackPanels(w, n, k, packed, 0.0f);
+}
+
+void PackWeightsF16(const uint16_t* w, int64_t n, int64_t k, uint16_t* packed) {
+  PackPanels(w, n, k, packed, uint16_t{0});
 }
 
 void UnpackWeightRow(const float* packed, int64_t k, int64_t j, float* dst) {
   const float* src = packed + (j / kPanelRows) * k * kPanelRows + j % kPanelRows;
   for (int64_t c = 0; c < k; ++c) dst[c] = src[c * kPanelRows];
+}
+
+void UnpackWeightRowF16(const uint16_t* packed, int64_t k, int64_t j, float* dst) {
+  const uint16_t* src = packed + (j / kPanelRows) * k * kPanelRows + j % kPanelRows;
+  for (int64_t c = 0; c < k; ++c) dst[c] = F16ToF32(src[c * kPanelRows]);
 }
 
 void PackedGemm(int m, int n, int k, const float* x, int64_t ldx, const float* packed,
@@ -176,6 +235,18 @@ void PackedGemm(int m, int n, int k, const float* x, int64_t ldx, const float* p
   packed_internal::ForEachPanelPairBlock(
       n, k, parallel_for, [&](int64_t j0, int cols, int c0, int kc) {
         PanelPairBlock(level, m, k, c0, kc, x, ldx, packed + j0 * k, j0, cols, bias, out, ldo);
+      });
+}
+
+void PackedGemmF16(int m, int n, int k, const float* x, int64_t ldx, const uint16_t* packed,
+                   const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
+                   SimdLevel level) {
+  if (m <= 0 || n <= 0) return;
+  level = std::min(level, CpuMaxSimdLevel());
+  const Fp16* panels = reinterpret_cast<const Fp16*>(packed);
+  packed_internal::ForEachPanelPairBlock(
+      n, k, parallel_for, [&](int64_t j0, int cols, int c0, int kc) {
+        PanelPairBlock(level, m, k, c0, kc, x, ldx, panels + j0 * k, j0, cols, bias, out, ldo);
       });
 }
 

@@ -17,6 +17,13 @@
 // 6 rows by 16 columns), and a portable loop; sums run in float32 over c in order, in
 // blocks of kPackedKBlock columns (so a panel's block stays in the core's cache while
 // every row of x goes past it). Thread-safe; `parallel_for` spreads the panel pairs.
+//
+// float16 weights (checkpoints stored in float16 and kept so: half the bytes to stream)
+// use the same panels element for element, 16 bits each (PackWeightsF16). Below 64 rows
+// (decode batches) the tiles widen each load in registers (vcvtph2ps, exact); from 64
+// rows a panel pair's k block is widened once into float32 and the float32 tiles run on
+// it. Either way the products and their order are those of PackedGemm over the
+// widened weights, so the results are equal bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +47,13 @@ void PackWeights(const float* w, int64_t n, int64_t k, float* packed);
 // dst = row j of the [*, k] weight `packed` holds (k floats).
 void UnpackWeightRow(const float* packed, int64_t k, int64_t j, float* dst);
 
+// As PackWeights for float16 bits: `packed` holds PackedWeightFloats(n, k) elements of
+// 16 bits.
+void PackWeightsF16(const uint16_t* w, int64_t n, int64_t k, uint16_t* packed);
+
+// dst = row j of the [*, k] float16 weight `packed` holds, widened to float32.
+void UnpackWeightRowF16(const uint16_t* packed, int64_t k, int64_t j, float* dst);
+
 // x: [m, k] with row stride ldx; packed: PackWeights of an [n, k] weight; out: [m, n]
 // with row stride ldo (only columns [0, n) are written); bias may be null.
 // parallel_for(count, fn) must run fn(i) for i in [0, count). `level` above the CPU's
@@ -47,5 +61,10 @@ void UnpackWeightRow(const float* packed, int64_t k, int64_t j, float* dst);
 void PackedGemm(int m, int n, int k, const float* x, int64_t ldx, const float* packed,
                 const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
                 SimdLevel level = CpuSimdLevel());
+
+// As PackedGemm, for a float16 weight packed by PackWeightsF16 (see above).
+void PackedGemmF16(int m, int n, int k, const float* x, int64_t ldx, const uint16_t* packed,
+                   const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
+                   SimdLevel level = CpuSimdLevel());
 
 }  // namespace orca

@@ -4,8 +4,8 @@
 // activations and outputs, against a float64 product over the same values: the weights
 // widened exactly, and the activations rounded to bfloat16 where the path says it does
 // (onednn_gemm.h, packed_gemm_bf16.h); every weight also as UploadLinearWeight stores
-// it (float32 packed, and bfloat16 where the CPU has AVX-512). Embedding over 16-bit
-// tables and over packed tables (a tied LM head).
+// it (float32 packed, float16 where the CPU has AVX2, bfloat16 where it has AVX-512).
+// Embedding over 16-bit tables and over packed tables (a tied LM head).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,8 +47,9 @@ TEST(CpuLinearTest, EveryPathMatchesAFloat64Product) {
     std::unique_ptr<DeviceBuffer> storage;
     auto uploaded = backend->UploadLinearWeight(row_major.data, dtype, n, k, &storage);
     ASSERT_TRUE(uploaded.ok()) << uploaded.status();
-    const bool packs =
-        dtype == DType::kF32 || (dtype == DType::kBF16 && CpuSimdLevel() == SimdLevel::kAvx512);
+    const bool packs = dtype == DType::kF32 ||
+                       (dtype == DType::kF16 && CpuSimdLevel() >= SimdLevel::kAvx2) ||
+                       (dtype == DType::kBF16 && CpuSimdLevel() == SimdLevel::kAvx512);
     ASSERT_EQ(uploaded->layout, packs ? TensorLayout::kPackedPanels : TensorLayout::kRowMajor);
     const Tensor b{bias.data(), DType::kF32, 1, n, 0};
     for (const Tensor& w : {row_major, *uploaded})
@@ -112,14 +113,15 @@ TEST(CpuLinearTest, EmbeddingReadsAPackedTable) {
   const int rows = 40, h = 37;  // rows: two panels and a part of a third; h odd
   std::vector<float> table(rows * h);
   for (size_t i = 0; i < table.size(); ++i) table[i] = 0.01f * static_cast<float>(i) - 1.5f;
-  std::vector<uint16_t> t16 = Narrow(table, DType::kBF16);
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  const std::vector<uint16_t> tb = Narrow(table, DType::kBF16), th = Narrow(table, DType::kF16);
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const std::vector<uint16_t>& t16 = dtype == DType::kF16 ? th : tb;
     const void* host = dtype == DType::kF32 ? static_cast<const void*>(table.data()) : t16.data();
     std::unique_ptr<DeviceBuffer> storage;
     auto packed = backend->UploadLinearWeight(host, dtype, rows, h, &storage);
     ASSERT_TRUE(packed.ok()) << packed.status();
     if (packed->layout != TensorLayout::kPackedPanels) {
-      ASSERT_EQ(dtype, DType::kBF16);  // packed only on AVX-512 CPUs
+      ASSERT_NE(dtype, DType::kF32);  // 16-bit: packed only on AVX2 / AVX-512 CPUs
       continue;
     }
     const int32_t ids[] = {3, 0, 39, 17, 16, 3};
@@ -129,7 +131,9 @@ TEST(CpuLinearTest, EmbeddingReadsAPackedTable) {
     for (int i = 0; i < 6; ++i) {
       for (int j = 0; j < h; ++j) {
         const size_t e = static_cast<size_t>(ids[i]) * h + j;
-        const float want = dtype == DType::kF32 ? table[e] : Bf16ToF32(t16[e]);
+        const float want = dtype == DType::kF32   ? table[e]
+                           : dtype == DType::kF16 ? F16ToF32(t16[e])
+                                                  : Bf16ToF32(t16[e]);
         ASSERT_EQ(out[i * h + j], 1.0f + want)
             << DTypeName(dtype) << " id " << ids[i] << " col " << j;
       }

@@ -1,10 +1,10 @@
-// PackedGemm and PackedGemmBf16 against a double-precision reference: row counts from
-// one (decode) past the tiles' heights to prefill-sized batches, weight shapes that end
-// mid-panel and mid-pair (n = 1, 17, 33, 100), k odd, not a multiple of anything and
-// past one kPackedKBlock (so a tile resumes from the partial sums it stored), strided x
-// and out, with and without bias, tasks run in any order, on every SIMD path this CPU
-// runs. The bfloat16 reference takes the weights' exact values, and x rounded to
-// bfloat16 where PackedGemmBf16 says it rounds (its bfloat16 products).
+// PackedGemm, PackedGemmF16 and PackedGemmBf16 against a double-precision reference:
+// row counts from one (decode) past the tiles' heights to prefill-sized batches, weight
+// shapes that end mid-panel and mid-pair (n = 1, 17, 33, 100), k odd, not a multiple of
+// anything and past one kPackedKBlock (so a tile resumes from the partial sums it
+// stored), strided x and out, with and without bias, tasks run in any order, on every
+// SIMD path this CPU runs. The 16-bit references take the weights' exact values, and x
+// rounded to bfloat16 where PackedGemmBf16 says it rounds (its bfloat16 products).
 #include "engine/backend/cpu/packed_gemm.h"
 
 #include "engine/backend/cpu/packed_gemm_bf16.h"
@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -74,6 +75,39 @@ void CheckShapeBf16(SimdLevel level, Bf16Products products, int m, int n, int k,
                                           " m=", m, " n=", n, " k=", k));
 }
 
+// float16 panels: against the float64 product of the weights' exact values, and bit for
+// bit against PackedGemm over the same weights widened (both of PackedGemmF16's paths,
+// widening in the tiles below kF16WidenMinRows = 64 rows and a block at a time from it,
+// must take the products in PackedGemm's order).
+void CheckShapeF16(SimdLevel level, int m, int n, int k, bool with_bias, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t ldx = k + 3, ldo = n + 5;
+  std::vector<float> x(m * ldx), w(static_cast<size_t>(n) * k), bias(n);
+  std::vector<uint16_t> w16(w.size());
+  for (float& v : x) v = u(rng);
+  for (size_t i = 0; i < w.size(); ++i) {
+    w16[i] = F32ToF16(u(rng));
+    w[i] = F16ToF32(w16[i]);
+  }
+  for (float& v : bias) v = u(rng);
+  const float* b = with_bias ? bias.data() : nullptr;
+  std::vector<uint16_t> packed(PackedWeightFloats(n, k), 0x7e00);  // NaN where unwritten
+  PackWeightsF16(w16.data(), n, k, packed.data());
+  std::vector<float> out(m * ldo, 12345.0f);
+  PackedGemmF16(m, n, k, x.data(), ldx, packed.data(), b, out.data(), ldo,
+                m % 2 ? Serial : Reversed, level);
+  const std::string what = absl::StrCat("f16 ", SimdLevelName(level), " m=", m, " n=", n, " k=", k);
+  ExpectMatchesDoubleProduct(m, n, k, x.data(), ldx, w.data(), b, out.data(), ldo, 12345.0f, what);
+  std::vector<float> packed32(PackedWeightFloats(n, k));
+  PackWeights(w.data(), n, k, packed32.data());
+  std::vector<float> out32(m * ldo, 12345.0f);
+  PackedGemm(m, n, k, x.data(), ldx, packed32.data(), b, out32.data(), ldo, Serial, level);
+  for (int64_t i = 0; i < m * ldo; ++i) {
+    ASSERT_EQ(out[i], out32[i]) << what << ": not PackedGemm's sums, at row " << i / ldo << " col "
+                                << i % ldo;
+  }
+}
+
 TEST(PackedGemmTest, MatchesADoubleReference) {
   std::mt19937 rng(11);
   const int shapes[][2] = {{1, 1},    {17, 5},   {33, 31},
@@ -90,6 +124,38 @@ TEST(PackedGemmTest, MatchesADoubleReference) {
 TEST(PackedGemmTest, PrefillSizedBatches) {
   std::mt19937 rng(12);
   for (SimdLevel level : LevelsHere()) CheckShape(level, 203, 130, 300, true, rng);
+}
+
+TEST(PackedGemmTest, F16MatchesADoubleReferenceAndFloat32PanelsBitForBit) {
+  std::mt19937 rng(14);
+  const int shapes[][2] = {{1, 1}, {17, 5}, {33, 31}, {100, 97}, {40, 2 * kPackedKBlock + 3}};
+  for (SimdLevel level : LevelsHere()) {
+    for (const auto& [n, k] : shapes) {
+      for (int m : {1, 2, 5, 6, 7, 8, 9, 16, 17, 40, 63, 64, 65}) {
+        for (bool with_bias : {false, true}) CheckShapeF16(level, m, n, k, with_bias, rng);
+      }
+    }
+    CheckShapeF16(level, 203, 130, 300, true, rng);
+  }
+}
+
+TEST(PackedGemmTest, F16PacksAsFloat32PanelsAndUnpacksRowsExactly) {
+  const int n = 20, k = 3;
+  std::vector<uint16_t> w(n * k);
+  for (int i = 0; i < n * k; ++i) w[i] = F32ToF16(static_cast<float>(i + 1) / 8);
+  std::vector<uint16_t> packed(PackedWeightFloats(n, k), 0xffff);
+  PackWeightsF16(w.data(), n, k, packed.data());
+  for (int j = 0; j < 32; ++j) {
+    for (int c = 0; c < k; ++c) {
+      const uint16_t want = j < n ? w[j * k + c] : 0;
+      EXPECT_EQ(packed[((j / 16) * k + c) * 16 + j % 16], want) << "row " << j << " col " << c;
+    }
+  }
+  std::vector<float> row(k);
+  for (int j : {0, 15, 16, 19}) {
+    UnpackWeightRowF16(packed.data(), k, j, row.data());
+    for (int c = 0; c < k; ++c) EXPECT_EQ(row[c], F16ToF32(w[j * k + c])) << j << " " << c;
+  }
 }
 
 TEST(PackedGemmTest, Bf16MatchesADoubleReference) {
