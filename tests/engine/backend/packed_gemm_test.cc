@@ -47,18 +47,34 @@ void CheckShape(SimdLevel level, int m, int n, int k, bool with_bias, std::mt199
                              absl::StrCat(SimdLevelName(level), " m=", m, " n=", n, " k=", k));
 }
 
+// Random operands of an [m, k] x [n, k]^T product with 16-bit weights (x strided by
+// ldx, out by ldo): w16 the weights' bits, w their exact values (the reference's).
+struct Operands16 {
+  int64_t ldx, ldo;
+  std::vector<float> x, w, bias;
+  std::vector<uint16_t> w16;
+};
+
+Operands16 RandomOperands16(int m, int n, int k, uint16_t (*narrow)(float),
+                            float (*widen)(uint16_t), std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  Operands16 o{k + 3, n + 5, {}, {}, {}, {}};
+  o.x.resize(m * o.ldx);
+  o.w.resize(static_cast<size_t>(n) * k);
+  o.w16.resize(o.w.size());
+  o.bias.resize(n);
+  for (float& v : o.x) v = u(rng);
+  for (size_t i = 0; i < o.w.size(); ++i) {
+    o.w16[i] = narrow(u(rng));
+    o.w[i] = widen(o.w16[i]);
+  }
+  for (float& v : o.bias) v = u(rng);
+  return o;
+}
+
 void CheckShapeBf16(SimdLevel level, Bf16Products products, int m, int n, int k, bool with_bias,
                     std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  const int64_t ldx = k + 3, ldo = n + 5;
-  std::vector<float> x(m * ldx), w(static_cast<size_t>(n) * k), bias(n);
-  std::vector<uint16_t> w16(w.size());
-  for (float& v : x) v = u(rng);
-  for (size_t i = 0; i < w.size(); ++i) {
-    w16[i] = F32ToBf16(u(rng));
-    w[i] = Bf16ToF32(w16[i]);  // the reference's weights: exactly the packed ones
-  }
-  for (float& v : bias) v = u(rng);
+  auto [ldx, ldo, x, w, bias, w16] = RandomOperands16(m, n, k, F32ToBf16, Bf16ToF32, rng);
   std::vector<uint16_t> packed(PackedWeightBf16Elements(n, k), 0x7fc0);  // NaN where unwritten
   PackWeightsBf16(w16.data(), n, k, packed.data());
   std::vector<float> out(m * ldo, 12345.0f);
@@ -80,16 +96,7 @@ void CheckShapeBf16(SimdLevel level, Bf16Products products, int m, int n, int k,
 // widening in the tiles below kF16WidenMinRows = 64 rows and a block at a time from it,
 // must take the products in PackedGemm's order).
 void CheckShapeF16(SimdLevel level, int m, int n, int k, bool with_bias, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  const int64_t ldx = k + 3, ldo = n + 5;
-  std::vector<float> x(m * ldx), w(static_cast<size_t>(n) * k), bias(n);
-  std::vector<uint16_t> w16(w.size());
-  for (float& v : x) v = u(rng);
-  for (size_t i = 0; i < w.size(); ++i) {
-    w16[i] = F32ToF16(u(rng));
-    w[i] = F16ToF32(w16[i]);
-  }
-  for (float& v : bias) v = u(rng);
+  auto [ldx, ldo, x, w, bias, w16] = RandomOperands16(m, n, k, F32ToF16, F16ToF32, rng);
   const float* b = with_bias ? bias.data() : nullptr;
   std::vector<uint16_t> packed(PackedWeightFloats(n, k), 0x7e00);  // NaN where unwritten
   PackWeightsF16(w16.data(), n, k, packed.data());
