@@ -10,7 +10,7 @@
 // thread pool (every core), each unit's blocks drawn at random from one cache far larger
 // than the CPU's caches (a batch of 16 llama-110m sequences at 512 tokens: 2,304 units,
 // 302 MB); BM_ReadFromMemory reads the same bytes in order on the same pool, what the
-// roofline's bandwidth probe measures. Their ratio is how much of the machine's
+// roofline's bandwidth probe measures (with its loads). Their ratio is how much of the machine's
 // bandwidth a decode's attention gets (docs/benchmarks.md sections 14, 15). Its last
 // argument, the tokens per block (16 as the engine has them; up to 256), tells whether
 // longer contiguous runs would read faster.
@@ -25,6 +25,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/engine_sweep/read_probe.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/attention_kernel.h"
 #include "engine/common/dtype.h"
@@ -144,17 +145,10 @@ void BM_ReadFromMemory(benchmark::State& state) {
   std::vector<uint64_t> buf(words, 1);
   constexpr int64_t kChunks = 256;
   std::vector<uint64_t> sums(kChunks);
+  const SimdLevel level = CpuSimdLevel();  // the probe's loads: the widest this CPU runs
   for (auto _ : state) {
     Pool().ParallelFor(kChunks, [&](int64_t c) {
-      const uint64_t* p = buf.data() + c * (words / kChunks);
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (size_t i = 0; i + 4 <= words / kChunks; i += 4) {
-        s0 += p[i];
-        s1 += p[i + 1];
-        s2 += p[i + 2];
-        s3 += p[i + 3];
-      }
-      sums[c] = s0 + s1 + s2 + s3;
+      sums[c] = bench::SumWords(buf.data() + c * (words / kChunks), words / kChunks, level);
     });
     benchmark::DoNotOptimize(sums.data());
   }

@@ -6,7 +6,9 @@
 // time and the decode iteration time, next to this machine's roofline:
 //
 //   sgemm_gflops   OpenBLAS sgemm rate (1024^3 and 2048^3, the better);
-//   read_gbs       streaming read bandwidth over 256 MiB on every core;
+//   read_gbs       streaming read bandwidth over max(256 MiB, 4 x the last-level
+//                  cache) on every core, with the widest loads the CPU runs, the
+//                  fastest pass (read_probe.h);
 //   floors         a decode iteration must at least stream the GEMM weights once and
 //                  read the batch's KV history in the cache's dtype (bytes / read_gbs),
 //                  and do
@@ -18,6 +20,7 @@
 // uses every core it is given.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -48,6 +51,8 @@ struct EngineSweepOptions {
 struct Roofline {
   double sgemm_gflops = 0;
   double read_gbs = 0;
+  size_t llc_bytes = 0;         // the last-level cache; 0 = unknown
+  size_t read_probe_bytes = 0;  // the read probe's buffer
 };
 
 // Measures this machine's sgemm rate and read bandwidth, spending about `seconds` on

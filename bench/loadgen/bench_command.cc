@@ -105,12 +105,12 @@ absl::Status Engine(const Flags& f, const std::string& command) {
   return absl::OkStatus();
 }
 
-// With --latency-ms (or --unloaded FILE and --factors), prints the throughput each
-// curve sustains at every latency target and its ratio to the first curve's.
-absl::Status PrintThroughputAtLatency(const Flags& f, const std::vector<CurvePoint>& points) {
-  std::vector<double> targets;
+// The latency targets of --latency-ms and of --unloaded FILE with --factors.
+absl::StatusOr<std::vector<LatencyTarget>> LatencyTargets(const Flags& f) {
+  std::vector<LatencyTarget> targets;
   if (!f.GetString("latency-ms").empty()) {
-    ORCA_ASSIGN_OR_RETURN(targets, ParseNumberList(f.GetString("latency-ms"), "latency-ms"));
+    ORCA_ASSIGN_OR_RETURN(auto ms, ParseNumberList(f.GetString("latency-ms"), "latency-ms"));
+    for (double t : ms) targets.push_back({absl::StrCat(t, " ms/token"), t});
   }
   if (!f.GetString("unloaded").empty()) {
     ORCA_ASSIGN_OR_RETURN(std::string text, ReadFile(f.GetString("unloaded")));
@@ -120,14 +120,21 @@ absl::Status PrintThroughputAtLatency(const Flags& f, const std::vector<CurvePoi
     const double unloaded = base.front().median_normalized_ms;
     std::cout << "unloaded median normalized latency: " << unloaded << " ms/token ("
               << f.GetString("unloaded") << ")\n";
-    for (double k : factors) targets.push_back(k * unloaded);
+    for (double k : factors) targets.push_back({absl::StrCat(k, "x unloaded"), k * unloaded});
   }
+  return targets;
+}
+
+// Prints the throughput each curve sustains at every latency target and its ratio to
+// the first curve's.
+void PrintThroughputAtLatency(const std::vector<LatencyTarget>& latency_targets,
+                              const std::vector<CurvePoint>& points) {
   std::vector<std::string> labels;
   for (const auto& p : points) {
     if (std::find(labels.begin(), labels.end(), p.label) == labels.end()) labels.push_back(p.label);
   }
-  for (double target : targets) {
-    std::cout << "median normalized latency <= " << target << " ms/token:\n";
+  for (const auto& [name, target] : latency_targets) {
+    std::cout << "median normalized latency <= " << target << " ms/token (" << name << "):\n";
     double first = 0;
     for (size_t i = 0; i < labels.size(); ++i) {
       std::vector<CurvePoint> mine;
@@ -141,7 +148,6 @@ absl::Status PrintThroughputAtLatency(const Flags& f, const std::vector<CurvePoi
       std::cout << "\n";
     }
   }
-  return absl::OkStatus();
 }
 
 absl::Status Plot(const Flags& f) {
@@ -167,14 +173,15 @@ absl::Status Plot(const Flags& f) {
   if (!engine_docs.empty() && !points.empty()) {
     return absl::InvalidArgumentError("cannot mix engine and serve results in one plot");
   }
-  ORCA_RETURN_IF_ERROR(PrintThroughputAtLatency(f, points));
+  ORCA_ASSIGN_OR_RETURN(std::vector<LatencyTarget> targets, LatencyTargets(f));
+  PrintThroughputAtLatency(targets, points);
   PlotSpec spec;
   if (!engine_docs.empty()) {
     ORCA_ASSIGN_OR_RETURN(spec, EngineSweepPlot(engine_docs, engine_labels, f.GetString("title")));
   } else {
     std::string title = f.GetString("title");
     if (title.empty()) title = "median normalized latency vs throughput";
-    spec = LatencyThroughputPlot(points, title);
+    spec = LatencyThroughputPlot(points, title, targets);
   }
   ORCA_RETURN_IF_ERROR(RenderPng(spec, png));
   std::cerr << "wrote " << png << "\n";

@@ -160,7 +160,8 @@ absl::Status RenderPng(const PlotSpec& spec, const std::string& png_path) {
   return absl::OkStatus();
 }
 
-PlotSpec LatencyThroughputPlot(const std::vector<CurvePoint>& points, const std::string& title) {
+PlotSpec LatencyThroughputPlot(const std::vector<CurvePoint>& points, const std::string& title,
+                               const std::vector<LatencyTarget>& targets) {
   std::vector<std::string> order;  // labels in first-seen order
   std::map<std::string, std::vector<CurvePoint>> by_label;
   for (const auto& p : points) {
@@ -184,6 +185,15 @@ PlotSpec LatencyThroughputPlot(const std::vector<CurvePoint>& points, const std:
       s.y.push_back(p.median_normalized_ms);
     }
     panel.series.push_back(std::move(s));
+  }
+  if (!points.empty()) {
+    const auto [lo, hi] = std::minmax_element(
+        points.begin(), points.end(),
+        [](const CurvePoint& a, const CurvePoint& b) { return a.throughput < b.throughput; });
+    for (const auto& t : targets) {
+      panel.series.push_back(
+          {t.label, {lo->throughput, hi->throughput}, {t.ms, t.ms}, "dashed"});
+    }
   }
   PlotSpec spec;
   spec.panels.push_back(std::move(panel));

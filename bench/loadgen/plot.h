@@ -47,10 +47,18 @@ absl::Status PlottingAvailable();
 // plotting is unavailable and Internal (with the script's stderr) when it fails.
 absl::Status RenderPng(const PlotSpec& spec, const std::string& png_path);
 
+// A latency bound drawn across Figure 10, e.g. {"2x unloaded", 37.1}.
+struct LatencyTarget {
+  std::string label;
+  double ms = 0;
+};
+
 // Returns the paper's Figure 10 for `points`: median normalized latency (ms/token)
 // against throughput (req/s), one curve per label, points sorted by offered rate
-// (then throughput).
-PlotSpec LatencyThroughputPlot(const std::vector<CurvePoint>& points, const std::string& title);
+// (then throughput), and each of `targets` as a dashed horizontal line across the
+// points' throughputs.
+PlotSpec LatencyThroughputPlot(const std::vector<CurvePoint>& points, const std::string& title,
+                               const std::vector<LatencyTarget>& targets = {});
 
 // Returns the engine microbenchmark's plot for orca.bench.engine/v1 documents (one
 // curve each, named by `labels`): time to run the batch to completion against batch

@@ -136,10 +136,16 @@ TEST(PlotTest, Figure10IsAValidPng) {
                                  {"iteration", 2, 2, 21, 0},
                                  {"request", 1, 0.9, 40, 0},
                                  {"request", 2, 1.2, 90, 1}};
-  PlotSpec spec = LatencyThroughputPlot(pts, "test");
+  PlotSpec spec = LatencyThroughputPlot(pts, "test", {{"2x unloaded", 40}});
   ASSERT_EQ(spec.panels.size(), 1u);
-  ASSERT_EQ(spec.panels[0].series.size(), 2u);
+  ASSERT_EQ(spec.panels[0].series.size(), 3u);
   EXPECT_EQ(spec.panels[0].series[0].x, (std::vector<double>{1, 2, 3.9}));  // by offered rate
+  // The bound: dashed, level at its latency, across every curve's throughputs.
+  const PlotSeries& bound = spec.panels[0].series[2];
+  EXPECT_EQ(bound.label, "2x unloaded");
+  EXPECT_EQ(bound.style, "dashed");
+  EXPECT_EQ(bound.x, (std::vector<double>{0.9, 3.9}));
+  EXPECT_EQ(bound.y, (std::vector<double>{40, 40}));
   const std::string png = TempPath("fig10.png");
   ASSERT_TRUE(RenderPng(spec, png).ok());
   ExpectValidPng(png);

@@ -18,6 +18,7 @@ namespace {
 
 using packed_internal::kAvx512MaxRows;
 using packed_internal::PackedRows;
+using packed_internal::PrefetchAhead;
 using packed_internal::TileSums;
 
 // One tile: rows [0, R) of x against the 32 columns of a panel pair (w: the first
@@ -31,6 +32,8 @@ ORCA_AVX512 void TileAvx512(int kc, const float* x, int64_t ldx, const W* w, int
   TileSums<R> t(out, ldo, cols, accumulate);
   const W* w1 = w + pstride;
   for (int c = 0; c < kc; ++c) {
+    PrefetchAhead(w + c * kPanelRows);
+    PrefetchAhead(w1 + c * kPanelRows);
     const __m512 v0 = Load16(w + c * kPanelRows);
     const __m512 v1 = Load16(w1 + c * kPanelRows);
 #pragma GCC unroll 8
@@ -60,6 +63,7 @@ __attribute__((target("avx2,fma,f16c"))) void TileAvx2(int kc, const float* x, i
     a1[r] = accumulate ? _mm256_maskload_ps(out + r * ldo + 8, m1) : _mm256_setzero_ps();
   }
   for (int c = 0; c < kc; ++c) {
+    PrefetchAhead(w + c * kPanelRows);
     const __m256 v0 = Load8(w + c * kPanelRows);
     const __m256 v1 = Load8(w + c * kPanelRows + 8);
 #pragma GCC unroll 6

@@ -21,6 +21,7 @@ namespace {
 
 using packed_internal::kAvx512MaxRows;
 using packed_internal::PackedRows;
+using packed_internal::PrefetchAhead;
 using packed_internal::TileSums;
 
 // Elements of one packed input-column pair of a panel: 16 rows x 2 columns.
@@ -40,6 +41,8 @@ ORCA_AVX512_BF16 void TileDot(int kp, const uint16_t* xr, int64_t ldxp, const ui
   TileSums<R> t(out, ldo, cols, accumulate);
   const uint16_t* w1 = w + pstride;
   for (int p = 0; p < kp; ++p) {
+    PrefetchAhead(w + p * kPairElements);
+    PrefetchAhead(w1 + p * kPairElements);
     const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w + p * kPairElements);
     const __m512bh v1 = (__m512bh)_mm512_loadu_si512(w1 + p * kPairElements);
 #pragma GCC unroll 8
@@ -64,6 +67,8 @@ ORCA_AVX512 void TileWiden(int kc, const float* x, int64_t ldx, const uint16_t* 
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   int c = 0;
   for (; c + 2 <= kc; c += 2) {
+    PrefetchAhead(w + c / 2 * kPairElements);
+    PrefetchAhead(w1 + c / 2 * kPairElements);
     const __m512i raw0 = _mm512_loadu_si512(w + c / 2 * kPairElements);
     const __m512i raw1 = _mm512_loadu_si512(w1 + c / 2 * kPairElements);
     const __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(raw0, 16));
