@@ -5,6 +5,7 @@
 // stored), strided x and out, with and without bias, tasks run in any order, on every
 // SIMD path this CPU runs. The 16-bit references take the weights' exact values, and x
 // rounded to bfloat16 where PackedGemmBf16 says it rounds (its bfloat16 products).
+// And a row's sums are the same bit for bit whatever the batch around it.
 #include "engine/backend/cpu/packed_gemm.h"
 
 #include "engine/backend/cpu/packed_gemm_bf16.h"
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -124,6 +126,61 @@ TEST(PackedGemmTest, MatchesADoubleReference) {
       for (int m : {1, 2, 5, 6, 7, 8, 9, 13, 16, 17, 40}) {
         for (bool with_bias : {false, true}) CheckShape(level, m, n, k, with_bias, rng);
       }
+    }
+  }
+}
+
+// A row's outputs do not depend on the rows that share the call (a sequence's logits on
+// what else is in the batch): m rows together sum each row bit for bit as that row alone
+// does, though they run in tiles of other heights. gemm(m, x, out) multiplies m rows of
+// x (stride ldx) into out (stride ldo).
+template <typename Gemm>
+void ExpectRowSumsIndependentOfTheBatch(int n, int64_t ldx, int64_t ldo, const float* x,
+                                        const Gemm& gemm, const std::string& what) {
+  for (int m : {5, 9, 16, 17, 40}) {
+    std::vector<float> together(m * ldo), alone(m * ldo);
+    gemm(m, x, together.data());
+    for (int r = 0; r < m; ++r) gemm(1, x + r * ldx, alone.data() + r * ldo);
+    for (int64_t i = 0; i < m * ldo; ++i) {
+      if (i % ldo >= n) continue;
+      ASSERT_EQ(together[i], alone[i]) << what << " m=" << m << ": row " << i / ldo << " col "
+                                       << i % ldo;
+    }
+  }
+}
+
+TEST(PackedGemmTest, RowSumsDoNotDependOnTheRowsBesideThem) {
+  std::mt19937 rng(15);
+  for (SimdLevel level : LevelsHere()) {
+    for (const auto& [n, k] : {std::pair{100, 97}, std::pair{40, 2 * kPackedKBlock + 3}}) {
+      const std::string what = absl::StrCat(SimdLevelName(level), " n=", n, " k=", k);
+      auto [ldx, ldo, x, w, bias, w16] = RandomOperands16(40, n, k, F32ToF16, F16ToF32, rng);
+      std::vector<float> packed(PackedWeightFloats(n, k));
+      PackWeights(w.data(), n, k, packed.data());
+      ExpectRowSumsIndependentOfTheBatch(
+          n, ldx, ldo, x.data(),
+          [&](int m, const float* xm, float* out) {
+            PackedGemm(m, n, k, xm, ldx, packed.data(), bias.data(), out, ldo, Serial, level);
+          },
+          "f32 " + what);
+      std::vector<uint16_t> packed16(PackedWeightFloats(n, k));
+      PackWeightsF16(w16.data(), n, k, packed16.data());
+      ExpectRowSumsIndependentOfTheBatch(
+          n, ldx, ldo, x.data(),
+          [&](int m, const float* xm, float* out) {
+            PackedGemmF16(m, n, k, xm, ldx, packed16.data(), bias.data(), out, ldo, Serial, level);
+          },
+          "f16 " + what);
+      auto b = RandomOperands16(40, n, k, F32ToBf16, Bf16ToF32, rng);
+      std::vector<uint16_t> packed_bf16(PackedWeightBf16Elements(n, k));
+      PackWeightsBf16(b.w16.data(), n, k, packed_bf16.data());
+      ExpectRowSumsIndependentOfTheBatch(  // products off: with them 8+ rows round x
+          n, b.ldx, b.ldo, b.x.data(),
+          [&](int m, const float* xm, float* out) {
+            PackedGemmBf16(m, n, k, xm, b.ldx, packed_bf16.data(), b.bias.data(), out, b.ldo,
+                           Serial, level, Bf16Products::kOff);
+          },
+          "bf16 " + what);
     }
   }
 }
