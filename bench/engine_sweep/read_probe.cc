@@ -104,7 +104,7 @@ double ReadBandwidthGbs(double seconds, size_t bytes, int threads) {
     }
     for (auto& th : pool) th.join();
   };
-  pass();  // warm-up: thread start, the buffer into the TLB
+  pass();             // warm-up: thread start, the buffer into the TLB
   double best_s = 0;  // the fastest pass, as STREAM reports its best of several trials
   const auto t0 = Clock::now();
   do {

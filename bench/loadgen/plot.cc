@@ -191,8 +191,7 @@ PlotSpec LatencyThroughputPlot(const std::vector<CurvePoint>& points, const std:
         points.begin(), points.end(),
         [](const CurvePoint& a, const CurvePoint& b) { return a.throughput < b.throughput; });
     for (const auto& t : targets) {
-      panel.series.push_back(
-          {t.label, {lo->throughput, hi->throughput}, {t.ms, t.ms}, "dashed"});
+      panel.series.push_back({t.label, {lo->throughput, hi->throughput}, {t.ms, t.ms}, "dashed"});
     }
   }
   PlotSpec spec;

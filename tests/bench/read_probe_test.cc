@@ -19,8 +19,8 @@ TEST(ReadProbeTest, EveryLoadWidthSumsEveryWord) {
     if (level > CpuMaxSimdLevel()) continue;
     for (size_t start : {0, 1, 3}) {
       for (size_t n : {0, 1, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1027}) {
-        const uint64_t want = std::accumulate(words.begin() + start,
-                                              words.begin() + start + n, uint64_t{0});
+        const uint64_t want =
+            std::accumulate(words.begin() + start, words.begin() + start + n, uint64_t{0});
         EXPECT_EQ(SumWords(words.data() + start, n, level), want)
             << SimdLevelName(level) << " start " << start << " n " << n;
       }
@@ -30,7 +30,7 @@ TEST(ReadProbeTest, EveryLoadWidthSumsEveryWord) {
 
 TEST(ReadProbeTest, BufferIsFourLastLevelCachesAndAtLeast256MiB) {
   constexpr size_t kMiB = size_t{1} << 20;
-  EXPECT_EQ(ReadProbeBytes(0), 256 * kMiB);         // unknown cache
+  EXPECT_EQ(ReadProbeBytes(0), 256 * kMiB);          // unknown cache
   EXPECT_EQ(ReadProbeBytes(32 * kMiB), 256 * kMiB);  // a desktop's L3
   EXPECT_EQ(ReadProbeBytes(64 * kMiB), 256 * kMiB);
   EXPECT_EQ(ReadProbeBytes(260 * kMiB), 1040 * kMiB);  // the development Xeon's

@@ -143,8 +143,8 @@ void ExpectRowSumsIndependentOfTheBatch(int n, int64_t ldx, int64_t ldo, const f
     for (int r = 0; r < m; ++r) gemm(1, x + r * ldx, alone.data() + r * ldo);
     for (int64_t i = 0; i < m * ldo; ++i) {
       if (i % ldo >= n) continue;
-      ASSERT_EQ(together[i], alone[i]) << what << " m=" << m << ": row " << i / ldo << " col "
-                                       << i % ldo;
+      ASSERT_EQ(together[i], alone[i])
+          << what << " m=" << m << ": row " << i / ldo << " col " << i % ldo;
     }
   }
 }
