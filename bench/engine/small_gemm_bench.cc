@@ -18,9 +18,14 @@
 // backend's row-major bfloat16 paths (SmallGemm below 8 rows, oneDNN from 8 where
 // available), on the same shapes.
 //
+// BM_PackedDecodeLayers times the GEMMs of a whole llama-110m decode iteration, each layer
+// on weights of its own (438 MB, streamed from memory as in the engine, where the cases
+// above find one shape's weights in the cache after the first run).
+//
 // usage: orca-bench-small-gemm [google benchmark flags]
 //   BM_SmallGemm/<level>/<rows>/<n>/<k>, level 1 AVX2, 2 AVX-512; BM_PackedGemm likewise;
-//   BM_Sgemm/0/<rows>/<n>/<k>; BM_PackedGemmBf16/2/... and BM_RowMajorBf16/2/... .
+//   BM_Sgemm/0/<rows>/<n>/<k>; BM_PackedGemmBf16/2/... and BM_RowMajorBf16/2/... ;
+//   BM_PackedDecodeLayers/<level>/<rows>.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -116,6 +121,55 @@ void BM_PackedGemm(benchmark::State& state) {
   }
   g.Report(state);
 }
+
+// The GEMMs of one decode iteration of llama-110m, in the engine's order: each of 12
+// layers' qkv, o, gate+up and down on weights of their own, then the LM head; 438 MB of
+// packed float32 weights, so they stream from memory as a decode's do (the single-shape
+// cases above find theirs in the cache). Args: level, rows.
+void BM_PackedDecodeLayers(benchmark::State& state) {
+  if (!LevelRunsHere(state)) return;
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  const int m = static_cast<int>(state.range(1));
+  constexpr int kLayers = 12, kDim = 768, kHidden = 2048, kVocab = 32000;
+  struct Shape {
+    int n, k;
+  };
+  std::vector<Shape> shapes;
+  for (int l = 0; l < kLayers; ++l) {
+    for (Shape s : {Shape{3 * kDim, kDim}, Shape{kDim, kDim}, Shape{2 * kHidden, kDim},
+                    Shape{kDim, kHidden}}) {
+      shapes.push_back(s);
+    }
+  }
+  shapes.push_back({kVocab, kDim});
+  std::vector<std::vector<float>> packed;
+  double flops = 0, bytes = 0;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const Shape& s : shapes) {
+    packed.emplace_back(PackedWeightFloats(s.n, s.k));
+    for (float& v : packed.back()) v = u(rng);
+    flops += 2.0 * m * s.n * s.k;
+    bytes += 4.0 * s.n * s.k;
+  }
+  std::vector<float> x(static_cast<size_t>(m) * kHidden), out(static_cast<size_t>(m) * kVocab);
+  for (float& v : x) v = u(rng);
+  for (auto _ : state) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      PackedGemm(m, shapes[i].n, shapes[i].k, x.data(), shapes[i].k, packed[i].data(), nullptr,
+                 out.data(), shapes[i].n, PoolParallelFor(), level);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOPs"] = benchmark::Counter(flops * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["weight_GBs"] =
+      benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PackedDecodeLayers)
+    ->ArgsProduct({{1, 2}, {1, 8, 16}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_PackedGemmBf16(benchmark::State& state) {
   if (!LevelRunsHere(state)) return;

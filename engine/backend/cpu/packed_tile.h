@@ -18,16 +18,19 @@ namespace orca::packed_internal {
 inline constexpr int64_t kPanelPair = 2 * kPanelRows;
 inline constexpr int kAvx512MaxRows = 8;
 
-// How far ahead of its loads a tile prefetches its panels' weights. The first tile of a
-// block streams the weights from memory, the next ones find them in the cache; without
-// the prefetch the first tile's misses and its FMAs take turns (on an Emerald Rapids
-// Xeon, decode of 16 llama-110m sequences 1.1x faster with it; docs/benchmarks.md
-// section 17). Prefetches past a panel's end fetch a line unused, never fault.
-inline constexpr int kTilePrefetchBytes = 2048;
+// How far ahead of its loads a tile prefetches its panels' weights, and where to: the
+// first tile of a block streams the weights from memory, the next ones find them in the
+// cache; without the prefetch the first tile's misses and its FMAs take turns (on an
+// Emerald Rapids Xeon, decode of 16 llama-110m sequences 1.1x faster with 2 KiB into L1;
+// docs/benchmarks.md section 17). Into L2 (T1), 4 KiB ahead: a prefetch into L1 holds
+// one of the core's few L1 miss buffers until its line arrives; on an AMD EPYC (Zen 4)
+// a 16-row decode's GEMMs 1.09x faster than with 2 KiB into L1, 1-8 rows unchanged
+// (section 18). Prefetches past a panel's end fetch a line unused, never fault.
+inline constexpr int kTilePrefetchBytes = 4096;
 
 template <typename W>
 inline void PrefetchAhead(const W* w) {
-  _mm_prefetch(reinterpret_cast<const char*>(w) + kTilePrefetchBytes, _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(w) + kTilePrefetchBytes, _MM_HINT_T1);
 }
 
 // Calls block(j0, cols, c0, kc) for every panel pair (output columns [j0, j0 + cols),
