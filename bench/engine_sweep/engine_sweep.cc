@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "bench/engine_sweep/op_timing_backend.h"
 #include "bench/engine_sweep/read_probe.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/openblas_core.h"
@@ -71,13 +72,16 @@ struct BatchRun {
   double cpu_s = 0;  // CPU time used, all threads
   double prefill_s = 0;
   std::vector<double> decode_s;
+  OpTimingBackend::Totals decode_ops;  // the decode iterations' backend operations
   double total_s() const {
     return prefill_s + std::accumulate(decode_s.begin(), decode_s.end(), 0.0);
   }
 };
 
-absl::StatusOr<BatchRun> RunBatch(ModelRunner& runner, KvBlockPool& pool, int32_t batch,
-                                  int32_t input_len, int32_t output_len) {
+// `ops`: the backend the runner uses, whose totals after the prefill become the run's
+// decode_ops.
+absl::StatusOr<BatchRun> RunBatch(ModelRunner& runner, OpTimingBackend& ops, KvBlockPool& pool,
+                                  int32_t batch, int32_t input_len, int32_t output_len) {
   const int32_t vocab = runner.config().vocab_size;
   std::vector<BlockTable> tables(batch);
   auto release = [&] {
@@ -104,6 +108,7 @@ absl::StatusOr<BatchRun> RunBatch(ModelRunner& runner, KvBlockPool& pool, int32_
   auto t0 = Clock::now();
   auto result = runner.Execute(plan);
   run.prefill_s = Since(t0);
+  ops.Reset();
   for (int32_t step = 1; step < output_len && result.ok(); ++step) {
     for (int32_t s = 0; s < batch; ++s) {
       plan.seqs[s].start_pos = input_len + step - 1;
@@ -115,9 +120,29 @@ absl::StatusOr<BatchRun> RunBatch(ModelRunner& runner, KvBlockPool& pool, int32_
     run.decode_s.push_back(Since(t0));
   }
   run.cpu_s = ProcessCpuSeconds() - cpu0;
+  run.decode_ops = ops.totals();
   release();
   if (!result.ok()) return result.status();
   return run;
+}
+
+// The decode iterations' time per iteration by backend operation (ms; the operations
+// that ran), and "unattributed": the iteration's time outside them (the runner's own
+// work: batch layout, host sampling).
+json DecodeOpMs(const OpTimingBackend::Totals& ops, const std::vector<double>& iteration_ms) {
+  json out = json::object();
+  if (iteration_ms.empty()) return out;
+  const double n = static_cast<double>(iteration_ms.size());
+  double attributed = 0;
+  for (int op = 0; op < OpTimingBackend::kNumOps; ++op) {
+    if (ops.calls[op] == 0) continue;
+    const double ms = ops.seconds[op] * 1e3 / n;
+    out[OpTimingBackend::OpName(static_cast<OpTimingBackend::Op>(op))] = ms;
+    attributed += ms;
+  }
+  out["unattributed"] =
+      std::accumulate(iteration_ms.begin(), iteration_ms.end(), 0.0) / n - attributed;
+  return out;
 }
 
 }  // namespace
@@ -161,12 +186,13 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
     return absl::InvalidArgumentError("input and output lengths and repeats must be >= 1");
   }
   const int32_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
-  auto backend = CreateCpuBackend(o.threads);
+  auto cpu = CreateCpuBackend(o.threads);
+  OpTimingBackend backend(cpu.get());
   ModelRunnerOptions ro;
   ro.kv_cache_dtype = o.kv_cache_dtype;
   ro.dtype = o.weight_dtype;
   ro.num_kv_blocks = max_batch * ((o.input_len + o.output_len + 15) / 16) + 8;
-  ORCA_ASSIGN_OR_RETURN(auto runner, ModelRunner::Create(o.model_dir, backend.get(), ro));
+  ORCA_ASSIGN_OR_RETURN(auto runner, ModelRunner::Create(o.model_dir, &backend, ro));
   const ModelConfig& cfg = runner->config();
   if (o.input_len + o.output_len > cfg.max_position_embeddings) {
     return absl::InvalidArgumentError(
@@ -185,7 +211,7 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
   // prefill (in a VM whose host backs the memory lazily, up to a few seconds a GiB on
   // huge pages). Later runs reuse them (the pool hands out the blocks freed last).
   if (progress) progress("warming up (batch " + std::to_string(max_batch) + ")");
-  ORCA_RETURN_IF_ERROR(RunBatch(*runner, pool, max_batch, o.input_len, 2).status());
+  ORCA_RETURN_IF_ERROR(RunBatch(*runner, backend, pool, max_batch, o.input_len, 2).status());
 
   const double cores =
       o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -194,7 +220,8 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
     if (b < 1) return absl::InvalidArgumentError("batch sizes must be >= 1");
     BatchRun best;
     for (int32_t r = 0; r < o.repeats; ++r) {
-      ORCA_ASSIGN_OR_RETURN(BatchRun run, RunBatch(*runner, pool, b, o.input_len, o.output_len));
+      ORCA_ASSIGN_OR_RETURN(BatchRun run,
+                            RunBatch(*runner, backend, pool, b, o.input_len, o.output_len));
       if (r == 0 || run.total_s() < best.total_s()) best = run;
     }
     std::vector<double> ms;
@@ -226,15 +253,18 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
         {"floor_total_s", floor_total_s},
         {"total_roof_fraction", floor_total_s / best.total_s()},
         {"output_tokens_per_s", b * o.output_len / best.total_s()},
+        {"decode_op_ms", DecodeOpMs(best.decode_ops, ms)},
         // Below 1 when other processes took cores from the benchmark.
         {"cpu_utilization", best.cpu_s / best.total_s() / cores}};
     if (progress) {
       progress(absl::StrFormat(
           "batch %3d: %.3f s to completion (prefill %.3f s, %.0f%% of its roof; decode %.2f "
-          "ms/iter; floors: bandwidth %.2f ms, FLOPs %.2f ms; %.0f%% of the roof; CPU share "
-          "%.0f%%)",
+          "ms/iter, of which GEMMs %.2f ms, attention %.2f ms; floors: bandwidth %.2f ms, "
+          "FLOPs %.2f ms; %.0f%% of the roof; CPU share %.0f%%)",
           b, best.total_s(), best.prefill_s, 100.0 * p["prefill_roof_fraction"].get<double>(),
-          mean_ms, f.bandwidth_ms, f.flops_ms, 100.0 * p["decode_roof_fraction"].get<double>(),
+          mean_ms, p["decode_op_ms"].value("linear", 0.0),
+          p["decode_op_ms"].value("attention", 0.0), f.bandwidth_ms, f.flops_ms,
+          100.0 * p["decode_roof_fraction"].get<double>(),
           100.0 * p["cpu_utilization"].get<double>()));
     }
     points.push_back(std::move(p));

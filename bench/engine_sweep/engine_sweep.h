@@ -15,6 +15,10 @@
 //                  2 * GEMM params * B + attention FLOPs (flops / sgemm_gflops);
 //                  roof_fraction = max(floors) / measured.
 //
+// Each point also splits the decode iteration by backend operation (`decode_op_ms`:
+// linear, attention, norm, ... per iteration, and the unattributed rest), timed around
+// the CPU backend's calls (op_timing_backend.h).
+//
 // The result is one JSON document (schema orca.bench.engine/v1) with the model, the
 // options, the machine's roofline and one point per batch size. Not thread-safe; it
 // uses every core it is given.

@@ -209,6 +209,13 @@ TEST(EngineSweepTest, TinyModelSweepIsCompleteAndPlots) {
     }
     EXPECT_EQ(p["decode_iterations"], 3);
     EXPECT_GT(p["total_s"].get<double>(), 0);
+    // The decode iterations by operation: the GEMMs and attention ran, and together the
+    // operations took no more than the iterations (the prefill's are not counted).
+    const auto& ops = p["decode_op_ms"];
+    EXPECT_GT(ops.value("linear", 0.0), 0);
+    EXPECT_GT(ops.value("attention", 0.0), 0);
+    ASSERT_TRUE(ops.contains("unattributed"));
+    EXPECT_GE(ops["unattributed"].get<double>(), -1e-9);  // (sums of the same intervals)
   }
   EXPECT_EQ(lines, 4);  // the roofline, the warm-up and one line per batch size
 
