@@ -66,7 +66,7 @@ constexpr int kPrefetchKeys = 32;
 // Into L2 (T1), not L1: a prefetch into L1 holds one of the core's few L1 miss buffers
 // until its line arrives, and with them a decode's attention read its scattered blocks
 // at 38 % of the machine's streaming bandwidth; L2's miss queue is longer (AMD EPYC,
-// Zen 4: a 16-sequence decode's attention 1.27-1.37x faster; 16 to 128 keys ahead made
+// Zen 4: a 16-sequence decode's attention 1.25-1.37x faster; 16 to 128 keys ahead made
 // no difference either way; docs/benchmarks.md section 18).
 template <typename T>
 inline void PrefetchRow(const T* row, int n) {
