@@ -1,11 +1,14 @@
 #include "engine/guided/grammar_automaton.h"
 
 #include <algorithm>
+#include <array>
+#include <deque>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "engine/common/status_macros.h"
 #include "engine/guided/gbnf.h"
@@ -13,10 +16,6 @@
 #include "engine/guided/utf8_ranges.h"
 
 namespace orca {
-
-// Expansion work of one Close at most (stack positions looked at): bounds a step of a
-// highly ambiguous grammar whatever the depth of its stacks.
-constexpr size_t kMaxCloseWork = size_t{1} << 21;
 
 using Element = GrammarAutomaton::Element;
 using ByteSet = GrammarAutomaton::ByteSet;
@@ -360,30 +359,33 @@ class GrammarBuilder {
 };
 
 absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> GrammarAutomaton::Compile(
-    std::string_view gbnf, int32_t max_states) {
+    std::string_view gbnf, int32_t max_states, bool probe) {
   absl::StatusOr<GbnfRules> rules = ParseGbnf(gbnf);
   if (!rules.ok()) return rules.status();
-  return Compile(*rules, max_states);
+  return Compile(*rules, max_states, probe);
 }
 
 absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> GrammarAutomaton::Compile(
-    const GbnfRules& rules, int32_t max_states) {
+    const GbnfRules& rules, int32_t max_states, bool probe) {
   std::unique_ptr<GrammarAutomaton> g(new GrammarAutomaton());
   g->max_states_ = std::max(max_states, 1);
   GrammarBuilder builder(rules, *g);
   ORCA_RETURN_IF_ERROR(builder.Build());
-  absl::MutexLock lock(&g->mu_);
-  g->Intern(g->Close({Stack{0}}));  // the start state, id 0
+  {
+    absl::MutexLock lock(&g->mu_);
+    g->Intern(g->Close({Stack{0}}));  // the start state, id 0
+  }
+  if (probe) ORCA_RETURN_IF_ERROR(g->ProbeAmbiguity());
   return std::unique_ptr<const GrammarAutomaton>(std::move(g));
 }
 
-GrammarAutomaton::Config GrammarAutomaton::Close(Config work) const {
+GrammarAutomaton::Config GrammarAutomaton::Close(Config work, Cost* cost) const {
   // Stacks met, hashed (an ordered set compared deep stacks element by element: the
   // bulk of a step of an ambiguous grammar).
   absl::flat_hash_set<Stack> seen;
   Config out;
   size_t done = 0;
-  while (!work.empty() && done <= kMaxCloseWork) {
+  while (!work.empty() && done <= kMaxStepWork) {
     Stack st = std::move(work.back());
     work.pop_back();
     done += st.size() + 1;
@@ -426,6 +428,7 @@ GrammarAutomaton::Config GrammarAutomaton::Close(Config work) const {
     uint64_t fingerprint;
     size_t index;
   };
+  bool cut = !work.empty();  // (the step's work ran out)
   std::vector<Keyed> keys;
   keys.reserve(out.size());
   for (size_t i = 0; i < out.size(); ++i) {
@@ -439,6 +442,7 @@ GrammarAutomaton::Config GrammarAutomaton::Close(Config work) const {
     return ShallowTopFirst()(out[a.index], out[b.index]);
   };
   if (keys.size() > kMaxStacks) {
+    cut = true;
     std::nth_element(keys.begin(), keys.begin() + kMaxStacks, keys.end(), before);
     keys.resize(kMaxStacks);
   }
@@ -451,11 +455,17 @@ GrammarAutomaton::Config GrammarAutomaton::Close(Config work) const {
   while (kept < out.size() && kept < kMaxStacks && positions + out[kept].size() <= kMaxPositions) {
     positions += out[kept++].size();
   }
+  cut |= kept < out.size();
   out.resize(kept);
+  if (cost != nullptr) {
+    cost->work += done;
+    cost->cut |= cut;
+  }
   return out;
 }
 
-GrammarAutomaton::Config GrammarAutomaton::Step(const Config& from, uint8_t byte) const {
+GrammarAutomaton::Config GrammarAutomaton::Step(const Config& from, uint8_t byte,
+                                                Cost* cost) const {
   Config advanced;
   for (const Stack& st : from) {
     if (st.empty()) continue;
@@ -466,7 +476,7 @@ GrammarAutomaton::Config GrammarAutomaton::Step(const Config& from, uint8_t byte
     advanced.push_back(std::move(next));
   }
   if (advanced.empty()) return advanced;
-  return Close(std::move(advanced));
+  return Close(std::move(advanced), cost);
 }
 
 namespace {
@@ -540,6 +550,57 @@ int32_t GrammarAutomaton::Walk(int32_t state, std::string_view bytes) const {
   return Intern(std::move(c));
 }
 
+absl::Status GrammarAutomaton::ProbeAmbiguity() const {
+  // Breadth first from the start, each configuration with the bytes that reached it.
+  std::deque<std::pair<Config, std::string>> queue;
+  queue.emplace_back(ConfigOf(start()), "");
+  absl::flat_hash_set<std::string> seen = {Key(queue.front().first)};
+  Cost cost;
+  for (size_t explored = 0; !queue.empty() && explored < kProbeConfigs; ++explored) {
+    auto [config, bytes] = std::move(queue.front());
+    queue.pop_front();
+    // Bytes that the same tops take lead to the same configuration: one of each tried.
+    // A byte's signature hashes the distinct sets that take it.
+    std::vector<int32_t> tops;
+    for (const Stack& st : config) {
+      if (!st.empty()) tops.push_back(program_[static_cast<size_t>(st.back())].set);
+    }
+    std::sort(tops.begin(), tops.end());
+    tops.erase(std::unique(tops.begin(), tops.end()), tops.end());
+    std::array<uint64_t, 256> signature{};
+    for (int32_t t : tops) {
+      const ByteSet& set = sets_[static_cast<size_t>(t)];
+      for (int b = 0; b < 256; ++b) {
+        if (Has(set, static_cast<uint8_t>(b))) {
+          signature[static_cast<size_t>(b)] =
+              (signature[static_cast<size_t>(b)] ^ static_cast<uint64_t>(t + 1)) * 1099511628211ull;
+        }
+      }
+    }
+    absl::flat_hash_set<uint64_t> tried;
+    for (int b = 0; b < 256 && cost.work < kProbeWork; ++b) {
+      const uint64_t sig = signature[static_cast<size_t>(b)];
+      if (sig == 0 || !tried.insert(sig).second) continue;
+      Cost step;
+      Config next = Step(config, static_cast<uint8_t>(b), &step);
+      cost.work += step.work;
+      std::string reached = bytes + static_cast<char>(b);
+      if (step.cut) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "grammar: too ambiguous: after \"", absl::CHexEscape(reached), "\" it can be read in ",
+            "more than ", kMaxStacks, " ways at once (or ", kMaxPositions,
+            " rule positions; the limits): an optional or possibly empty item inside a "
+            "repetition, or alternatives that match the same text, multiply the readings of "
+            "every character; make them distinct"));
+      }
+      if (!next.empty() && seen.insert(Key(next)).second) {
+        queue.emplace_back(std::move(next), std::move(reached));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 void GrammarAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
                                    std::vector<uint32_t>& mask) const {
   // The configurations met on the way, numbered for this walk only, with their
@@ -548,12 +609,14 @@ void GrammarAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
   if (configs[0].empty()) return;
   std::vector<absl::flat_hash_map<uint8_t, int32_t>> next(1);
   absl::flat_hash_map<std::string, int32_t> ids = {{Key(configs[0]), 0}};
+  Cost cost;  // (past kMaxMaskWork, bytes not yet tried lead nowhere)
   auto step = [&](int32_t from, uint8_t byte) {
     if (auto it = next[static_cast<size_t>(from)].find(byte);
         it != next[static_cast<size_t>(from)].end()) {
       return it->second;
     }
-    Config c = Step(configs[static_cast<size_t>(from)], byte);
+    if (cost.work > kMaxMaskWork) return kDead;
+    Config c = Step(configs[static_cast<size_t>(from)], byte, &cost);
     int32_t to = kDead;
     if (!c.empty()) {
       auto [it, added] = ids.try_emplace(Key(c), static_cast<int32_t>(configs.size()));

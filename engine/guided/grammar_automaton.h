@@ -18,12 +18,19 @@
 // Refused at Compile (InvalidArgument): what ParseGbnf refuses; left recursion (a rule
 // that can reach itself before reading a byte, not at the end of an alternative: write
 // it as a repetition); a root with no finite sentence; over kMaxElements elements once
-// repetitions are expanded. Rules that cannot finish (infinite recursion) are dropped.
+// repetitions are expanded; and a grammar too ambiguous to run: Compile explores the
+// configurations of the first bytes breadth first (up to kProbeConfigs of them or
+// kProbeWork positions; bytes that lead alike tried once) and refuses the grammar when
+// one step outgrows kMaxStacks, kMaxPositions or kMaxStepWork, naming the bytes that got
+// there (an optional item inside a repetition multiplies the readings of every byte).
+// Rules that cannot finish (infinite recursion) are dropped.
 //
-// Bounds while running: a stack deeper than kMaxDepth (nesting that deep), a
-// configuration beyond kMaxStacks stacks or kMaxPositions positions in all (highly
-// ambiguous grammars; the deepest stacks go first) and any state past kMaxStates are
-// cut off (those continuations become kDead): what the guide allows is
+// Bounds while running (so that one request's grammar costs the others nothing): a
+// stack deeper than kMaxDepth (nesting that deep), a configuration beyond kMaxStacks
+// stacks or kMaxPositions positions in all (ambiguity that grows slowly; the deepest
+// stacks go first), a step's expansion past kMaxStepWork positions looked at, a mask's
+// trie walk past kMaxMaskWork (tokens not reached are not allowed) and any state past
+// kMaxStates are cut off (those continuations become kDead): what the guide allows is
 // always a sentence prefix, but such sentences cannot be produced; a guide past
 // kMaxStates says so (exhausted()) and the guide cache compiles a fresh one for later
 // requests. Thread-safe: states are made under a mutex, walks run outside it.
@@ -51,17 +58,25 @@ class GrammarAutomaton final : public ByteAutomaton {
   static constexpr size_t kMaxDepth = 512;
   static constexpr size_t kMaxStacks = 1024;
   // Positions across a configuration's stacks: bounds what one step copies and expands
-  // (an ambiguous grammar nesting deep has many deep stacks).
-  static constexpr size_t kMaxPositions = size_t{1} << 15;
+  // (an ambiguous grammar nesting deep has many deep stacks) and what a state holds.
+  static constexpr size_t kMaxPositions = size_t{1} << 13;
+  // Stack positions one step's expansion looks at, and one mask's trie walk in all: a
+  // step costs at most a few milliseconds, a mask some tens.
+  static constexpr size_t kMaxStepWork = size_t{1} << 19;
+  static constexpr size_t kMaxMaskWork = size_t{1} << 24;
+  // Configurations Compile's ambiguity probe explores, and positions it looks at in all.
+  static constexpr size_t kProbeConfigs = 256;
+  static constexpr size_t kProbeWork = size_t{1} << 22;
   static constexpr size_t kMaxElements = 1 << 18;
 
-  // `max_states` (tests): kMaxStates.
+  // Tests only: `max_states` other than kMaxStates; `probe` false to run grammars the
+  // ambiguity probe refuses (the bounds while running hold them).
   static absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> Compile(
-      std::string_view gbnf, int32_t max_states = kMaxStates);
+      std::string_view gbnf, int32_t max_states = kMaxStates, bool probe = true);
   // Rules made by a program (json_schema.h); references to rules not among them and a
   // missing `root` are refused as the text's are.
   static absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> Compile(
-      const GbnfRules& rules, int32_t max_states = kMaxStates);
+      const GbnfRules& rules, int32_t max_states = kMaxStates, bool probe = true);
 
   int32_t start() const override { return 0; }
   int32_t Next(int32_t state, uint8_t byte) const override;
@@ -95,11 +110,22 @@ class GrammarAutomaton final : public ByteAutomaton {
     absl::flat_hash_map<uint8_t, int32_t> next;  // Next's memo
   };
 
+  // What expansions cost: positions looked at, and whether a breadth bound (kMaxStacks,
+  // kMaxPositions, kMaxStepWork; not kMaxDepth) dropped stacks.
+  struct Cost {
+    size_t work = 0;
+    bool cut = false;
+  };
+
   GrammarAutomaton() = default;
   // Expands every stack until its top is a byte set (or it is empty); sorted, unique.
-  Config Close(Config work) const;
+  // Adds to `cost` when given.
+  Config Close(Config work, Cost* cost = nullptr) const;
   // The configuration after reading `byte` (empty: none).
-  Config Step(const Config& from, uint8_t byte) const;
+  Config Step(const Config& from, uint8_t byte, Cost* cost = nullptr) const;
+  // Compile's ambiguity probe (the header comment): InvalidArgument naming the bytes
+  // after which the configuration outgrew its bounds.
+  absl::Status ProbeAmbiguity() const;
   // A state's configuration (empty for an unknown state); immutable, valid for the
   // automaton's life.
   const Config& ConfigOf(int32_t state) const;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "engine/guided/token_guide.h"
 #include "nlohmann/json.hpp"
 #include "tests/engine/guided/random_walk.h"
 #include "tests/testutil/testutil.h"
@@ -21,6 +22,41 @@ std::unique_ptr<const GrammarAutomaton> Compile(const std::string& grammar) {
   EXPECT_TRUE(g.ok()) << grammar << ": " << g.status();
   if (!g.ok()) return *GrammarAutomaton::Compile("root ::= \"compile failed\"");
   return *std::move(g);
+}
+
+// A grammar the ambiguity probe refuses, compiled without it: what the bounds while
+// running do with it.
+std::unique_ptr<const GrammarAutomaton> CompileUnprobed(const std::string& grammar) {
+  absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> probed =
+      GrammarAutomaton::Compile(grammar);
+  EXPECT_FALSE(probed.ok()) << grammar << ": the probe should refuse it";
+  if (!probed.ok()) {
+    EXPECT_NE(probed.status().message().find("too ambiguous"), std::string::npos)
+        << probed.status();
+  }
+  auto g = GrammarAutomaton::Compile(grammar, GrammarAutomaton::kMaxStates, /*probe=*/false);
+  EXPECT_TRUE(g.ok()) << grammar << ": " << g.status();
+  if (!g.ok()) return *GrammarAutomaton::Compile("root ::= \"compile failed\"");
+  return *std::move(g);
+}
+
+// The fuzzer's walk: from each state the highest byte that leads on, `steps` times;
+// returns the most positions a state held.
+size_t HighestByteWalk(const GrammarAutomaton& g, int steps) {
+  int32_t s = g.start();
+  size_t most = 0;
+  for (int step = 0; step < steps; ++step) {
+    int32_t next = ByteAutomaton::kDead;
+    for (int b = 255; b >= 0 && next == ByteAutomaton::kDead; --b) {
+      next = g.Next(s, static_cast<uint8_t>(b));
+    }
+    EXPECT_NE(next, ByteAutomaton::kDead) << step;
+    if (next == ByteAutomaton::kDead) break;
+    EXPECT_EQ(g.Next(next, 0x01), ByteAutomaton::kDead);
+    s = next;
+    most = std::max(most, g.positions(s));
+  }
+  return most;
 }
 
 TEST(GrammarAutomatonTest, SmallGrammarsMatchTheirSentencesOnly) {
@@ -91,9 +127,10 @@ item ::= [0-9]+)");
 // the fuzzer's walk over it took 46 s): an ambiguous grammar that nests deep makes
 // many deep stacks, each copied and expanded for every byte tried. Here "a"^n is read
 // with 0..n optional "b"s pending: n stacks of up to n positions (n^2/2 in all). A
-// configuration now holds kMaxPositions at most, the shallowest stacks kept.
+// configuration now holds kMaxPositions at most, the shallowest stacks kept (and Compile's
+// probe refuses the grammar: a string of 73 "a"s outgrows the bound).
 TEST(GrammarAutomatonTest, AmbiguousDeepNestingStaysBounded) {
-  auto g = Compile(R"(root ::= "a" root "b"? | "a" root | "c")");
+  auto g = CompileUnprobed(R"(root ::= "a" root "b"? | "a" root | "c")");
   int32_t s = g->start();
   size_t most = 0;
   for (int step = 0; step < 500; ++step) {
@@ -116,27 +153,65 @@ TEST(GrammarAutomatonTest, AmbiguousDeepNestingStaysBounded) {
 // fuzz build (over its 10 s timeout), 3.7 s now. The walk the fuzzer makes: bounded,
 // and every byte a state's stacks cannot take is dead at once.
 TEST(GrammarAutomatonTest, ExpressionsWhoseWhitespaceIsAnExpressionStayBounded) {
-  auto g = Compile(
+  auto g = CompileUnprobed(
       "root   ::= expr\n"
       "expr   ::= term (ws [-+] ws term)*\n"
       "term   ::= factor (ws [*/] ws factor)*\n"
       "factor ::= \"1\" | [1-9] [0-9]{0,3} | \"(\" ws expr ws \")\"  |\"-\" factor\n"
       "ws    ::= expr?\n");
-  int32_t s = g->start();
-  size_t most = 0;
-  for (int step = 0; step < 256; ++step) {
-    int32_t next = ByteAutomaton::kDead;
-    for (int b = 255; b >= 0 && next == ByteAutomaton::kDead; --b) {
-      next = g->Next(s, static_cast<uint8_t>(b));
-    }
-    ASSERT_NE(next, ByteAutomaton::kDead) << step;
-    EXPECT_EQ(g->Next(next, 'x'), ByteAutomaton::kDead);
-    s = next;
-    most = std::max(most, g->positions(s));
-  }
-  EXPECT_LE(most, GrammarAutomaton::kMaxPositions);
+  EXPECT_LE(HighestByteWalk(*g, 256), GrammarAutomaton::kMaxPositions);
   EXPECT_TRUE(g->accepting(g->Walk(g->start(), "12*(3-4)")));
   EXPECT_FALSE(g->accepting(g->Walk(g->start(), "12*(3-4")));
+}
+
+// Found by fuzzing (tests/fuzz/regressions/guided_grammar/recursion-inside-bounded-
+// repetitions.gbnf): lines that may be empty, each holding up to six nested roots of two
+// or three lines, read every letter in thousands of ways. Each step stayed within its
+// bounds (then 32,768 positions and 2^21 positions looked at), but 256 such steps took
+// 10 s and 2.2 GB in the fuzz build. The probe now refuses the grammar after four bytes,
+// naming them; run anyway, a state holds at most kMaxPositions.
+constexpr char kNestedLines[] =
+    "root ::= line{2,3}\n"
+    "line ::=| [A-Z] [a-z]root{0,6} \": \" (\"on\" | \"off\"[0-9X]{1,3} \"%\") \"\\n\"\n";
+TEST(GrammarAutomatonTest, RecursionInsideBoundedRepetitionsIsRefused) {
+  const std::string grammar = kNestedLines;
+  absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> r = GrammarAutomaton::Compile(grammar);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("too ambiguous: after \"A"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("1024 ways"), std::string::npos) << r.status().message();
+  auto g = CompileUnprobed(grammar);
+  EXPECT_LE(HighestByteWalk(*g, 64), GrammarAutomaton::kMaxPositions);
+  // Grammars like it that read each byte one way run (tests below: kLines).
+}
+
+// A mask's trie walk is bounded too (kMaxMaskWork positions looked at): over a grammar
+// read many ways at once, tokens past the budget are left out, never wrongly allowed.
+TEST(GrammarAutomatonTest, AMaskWalkStopsAtItsBudget) {
+  auto g = CompileUnprobed(kNestedLines);
+  // Token k: the first k bytes of "AaAaAa...", each a step of hundreds of thousands of
+  // positions once the readings fill a configuration.
+  constexpr size_t kLongest = 200;  // (nesting kLongest / 2 deep: below kMaxDepth)
+  std::string text;
+  for (size_t k = 0; k < kLongest; ++k) text += k % 2 == 0 ? 'A' : 'a';
+  std::vector<std::string> bytes = {""};
+  for (size_t k = 1; k <= kLongest; ++k) bytes.push_back(text.substr(0, k));
+  const TokenVocabulary vocab(bytes);
+  std::vector<uint32_t> mask((bytes.size() + 31) / 32);
+  g->AllowTokens(g->start(), vocab, mask);
+  auto allowed = [&](size_t t) { return (mask[t / 32] >> (t % 32)) & 1; };
+  int32_t s = g->start();
+  size_t longest = 0;
+  for (size_t k = 1; k <= kLongest; ++k) {
+    s = g->Next(s, static_cast<uint8_t>(text[k - 1]));
+    ASSERT_NE(s, ByteAutomaton::kDead) << k;  // every token leads on
+    if (allowed(k)) longest = k;
+  }
+  for (size_t k = 1; k <= longest; ++k) EXPECT_TRUE(allowed(k)) << k;
+
+  EXPECT_GT(longest, 8u);
+  EXPECT_LT(longest, kLongest) << "the budget should have ended the walk";
 }
 
 TEST(GrammarAutomatonTest, ErrorsNameTheProblemAndWhere) {
@@ -207,13 +282,14 @@ a ::= root | "x")");
 loop ::= "c" loop)");
   EXPECT_TRUE(dead->Matches("a"));
   EXPECT_EQ(dead->Next(dead->start(), 'b'), ByteAutomaton::kDead);
-  // A highly ambiguous grammar (eight rules, each two ways) stays within its bounds.
+  // A highly ambiguous grammar (eight rules, each two ways) is refused; run anyway, it
+  // stays within its bounds.
   std::string knot = "root ::= r0\n";
   for (int i = 0; i < 8; ++i) {
     knot += "r" + std::to_string(i) + " ::= \"a\" r" + std::to_string((i + 1) % 8) + " r" +
             std::to_string((i + 3) % 8) + " | \"a\"\n";
   }
-  auto k = Compile(knot);
+  auto k = CompileUnprobed(knot);
   int32_t s = k->start();
   for (int i = 0; i < 200 && s != ByteAutomaton::kDead; ++i) s = k->Next(s, 'a');
   EXPECT_LE(k->num_states(), GrammarAutomaton::kMaxStates);

@@ -407,6 +407,16 @@ TEST_F(HttpServerTest, GuidedDecodingFieldsAndTheirErrors) {
   ASSERT_TRUE(left);
   EXPECT_EQ(left->status, 400) << left->body;
   EXPECT_NE(left->body.find("rule 'expr' is left-recursive"), std::string::npos) << left->body;
+  // A grammar that reads each letter thousands of ways: a 400 naming where and the limit,
+  // before it costs the engine anything.
+  auto ambiguous = PostJson(
+      "/v1/completions",
+      {{"prompt", "hi"},
+       {"guided_grammar", "root ::= line{2,3}\nline ::= | [A-Z] [a-z] root{0,6} \"\\n\""}});
+  ASSERT_TRUE(ambiguous);
+  EXPECT_EQ(ambiguous->status, 400) << ambiguous->body;
+  EXPECT_NE(ambiguous->body.find("too ambiguous"), std::string::npos) << ambiguous->body;
+  EXPECT_NE(ambiguous->body.find("1024 ways"), std::string::npos) << ambiguous->body;
   const std::vector<std::pair<json, std::string>> refused = {
       {{{"guided_regex", "(?<=a)b"}}, "guided_regex"},
       {{{"guided_regex", 3}}, "guided_regex"},
