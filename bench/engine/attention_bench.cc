@@ -18,6 +18,7 @@
 // usage: orca-bench-attention [google benchmark flags]
 //   BM_Attend/<level>/<kv_len>/<q_len>/<head_dim>, level 0 scalar, 1 AVX2, 2 AVX-512;
 //   BM_AttendFromMemory/<level>/<kv_len>/<units>/<head_dim>/<block tokens>;
+//   BM_DecodeHeadsFromMemory/<path>/<kv_len>/<sequence-layer pairs>/<head_dim>/<heads>;
 //   BM_ReadFromMemory/<bytes MB>.
 #include <benchmark/benchmark.h>
 
@@ -137,6 +138,88 @@ void BM_AttendFromMemory(benchmark::State& state) {
 BENCHMARK(BM_AttendFromMemory)
     ->ArgsProduct({{1, 2}, {512}, {2304}, {64}, {16}})
     ->ArgsProduct({{2}, {512}, {2304}, {64}, {32, 64, 128, 256}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The cache as the engine lays it out (KvCacheShape::Offset: a block holds its rows of
+// every kv head one after another; keys and values in two caches), `units` (sequence,
+// layer) pairs of `heads` heads, blocks drawn at random (llama-110m at batch 16: 192
+// pairs of 12 heads, 302 MB): path 0 one task per head (AttendOneHead, as the backend
+// ran decodes before AttendDecodeHeads), path 1 one task per pair (AttendDecodeHeads:
+// each block's heads read as one stream, what the backend runs now).
+void BM_DecodeHeadsFromMemory(benchmark::State& state) {
+  const int path = static_cast<int>(state.range(0));
+  const int kv_len = static_cast<int>(state.range(1));
+  const int units = static_cast<int>(state.range(2));
+  const int d = static_cast<int>(state.range(3));
+  const int heads = static_cast<int>(state.range(4));
+  const int unit_blocks = (kv_len + kBlock - 1) / kBlock;
+  const size_t blocks = static_cast<size_t>(units) * unit_blocks;
+  const size_t block_elems = static_cast<size_t>(heads) * kBlock * d;
+  auto backend = CreateCpuBackend(1);
+  auto kbuf = backend->Allocate(blocks * block_elems * sizeof(Fp16));
+  auto vbuf = backend->Allocate(blocks * block_elems * sizeof(Fp16));
+  if (!kbuf.ok() || !vbuf.ok()) {
+    state.SkipWithError("cannot allocate the cache");
+    return;
+  }
+  Fp16* kc = static_cast<Fp16*>((*kbuf)->data());
+  Fp16* vc = static_cast<Fp16*>((*vbuf)->data());
+  for (size_t i = 0; i < blocks * block_elems; ++i) {
+    kc[i].bits = vc[i].bits = static_cast<uint16_t>(0x3000 | (i * 2654435761u >> 22 & 0x3ff));
+  }
+  std::vector<size_t> order(blocks);
+  for (size_t i = 0; i < blocks; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937(1));
+  std::vector<const Fp16*> kblock(blocks), vblock(blocks);
+  for (size_t b = 0; b < blocks; ++b) {
+    kblock[b] = kc + order[b] * block_elems;
+    vblock[b] = vc + order[b] * block_elems;
+  }
+  std::vector<float> q(static_cast<size_t>(units) * heads * d, 0.01f), out(q.size());
+  const int64_t head_stride = int64_t{kBlock} * d;
+  for (auto _ : state) {
+    if (path == 0) {
+      Pool().ParallelFor(int64_t{units} * heads, [&](int64_t task) {
+        const int64_t u = task / heads, h = task % heads;
+        thread_local std::vector<const Fp16*> krow, vrow;
+        thread_local std::vector<float> scores;
+        krow.resize(kv_len);
+        vrow.resize(kv_len);
+        scores.resize(kv_len);
+        for (int j = 0; j < kv_len; ++j) {
+          const size_t b = static_cast<size_t>(u * unit_blocks + j / kBlock);
+          krow[j] = kblock[b] + h * head_stride + (j % kBlock) * d;
+          vrow[j] = vblock[b] + h * head_stride + (j % kBlock) * d;
+        }
+        AttendOneHead(d, 1, kv_len, q.data() + task * d, d, krow.data(), vrow.data(), 0.125f,
+                      scores.data(), out.data() + task * d, d);
+      });
+    } else {
+      Pool().ParallelFor(units, [&](int64_t u) {
+        thread_local std::vector<float> scores;
+        scores.resize(static_cast<size_t>(heads) * kv_len);
+        DecodeHeads<Fp16> a;
+        a.head_dim = d;
+        a.num_heads = heads;
+        a.kv_len = kv_len;
+        a.block_size = kBlock;
+        a.kblock = kblock.data() + u * unit_blocks;
+        a.vblock = vblock.data() + u * unit_blocks;
+        a.head_stride = head_stride;
+        a.q = q.data() + u * heads * d;
+        a.scale = 0.125f;
+        a.out = out.data() + u * heads * d;
+        AttendDecodeHeads(a, scores.data());
+      });
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * int64_t{units} * heads * kv_len * d * 2 * 2);
+  state.SetLabel(path == 0 ? "per head" : "per block");
+}
+BENCHMARK(BM_DecodeHeadsFromMemory)
+    ->ArgsProduct({{0, 1}, {512}, {192}, {64}, {12}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -76,6 +76,27 @@ inline void PrefetchRow(const T* row, int n) {
   }
 }
 
+// AttendDecodeHeads reads a block's rows of each kv head in turn, then the next block's:
+// it prefetches the rows this many bytes ahead in that order (into L2, as PrefetchRow).
+// A steady stream 12 KiB ahead read a 302 MB cache at the read probe's rate; a whole
+// block's rows prefetched at once (24 KiB) were mostly lost, and without software
+// prefetches the blocks read no faster than one head at a time (AMD EPYC, Zen 4;
+// docs/benchmarks.md section 18).
+constexpr int kStreamAheadBytes = 12 << 10;
+
+// Prefetches the rows `ahead` heads past (block b, kv head g) in the order the pass reads
+// them (a block's heads, then the next block's).
+template <typename T>
+inline void PrefetchAheadInPass(const T* const* block, int blocks, int b, int g, int kv_heads,
+                                int ahead, int64_t head_stride, int rows_elems) {
+  int gg = g + ahead, bb = b;
+  while (gg >= kv_heads) {
+    gg -= kv_heads;
+    ++bb;
+  }
+  if (bb < blocks) PrefetchRow(block[bb] + gg * head_stride, rows_elems);
+}
+
 // scores[j] = scale * q . k[j] for j in [0, n); returns their maximum. Four keys at a
 // time: four independent FMA chains, and one horizontal reduction for the four.
 template <typename T>
@@ -131,6 +152,24 @@ __attribute__((target("avx2,fma,f16c"))) float ScoresAvx2(int d, int n, const fl
   return max_score;
 }
 
+// row[j] = exp(row[j] - max) for j in [0, n) (the softmax's numerators); returns their sum.
+__attribute__((target("avx2,fma,f16c"))) float ExpSumAvx2(float* row, int n, float max) {
+  const __m256 vmax = _mm256_set1_ps(max);
+  __m256 vsum = _mm256_setzero_ps();
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), vmax));
+    _mm256_storeu_ps(row + j, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  float sum = Sum8(vsum);
+  for (; j < n; ++j) {
+    row[j] = std::exp(row[j] - max);
+    sum += row[j];
+  }
+  return sum;
+}
+
 template <typename T>
 __attribute__((target("avx2,fma,f16c"))) void AttendAvx2(int d, int q_len, int kv_len,
                                                          const float* q, int64_t ldq,
@@ -141,20 +180,7 @@ __attribute__((target("avx2,fma,f16c"))) void AttendAvx2(int d, int q_len, int k
   for (int i = 0; i < q_len; ++i) {
     const int n = kv_len - q_len + i + 1;  // keys [0, n)
     const float max_score = ScoresAvx2(d, n, q + i * ldq, krow, scale, scores);
-    // Softmax numerators and their sum.
-    const __m256 vmax = _mm256_set1_ps(max_score);
-    __m256 vsum = _mm256_setzero_ps();
-    int j = 0;
-    for (; j + 8 <= n; j += 8) {
-      const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vmax));
-      _mm256_storeu_ps(scores + j, e);
-      vsum = _mm256_add_ps(vsum, e);
-    }
-    float sum = Sum8(vsum);
-    for (; j < n; ++j) {
-      scores[j] = std::exp(scores[j] - max_score);
-      sum += scores[j];
-    }
+    const float sum = ExpSumAvx2(scores, n, max_score);
     const __m256 vinv = _mm256_set1_ps(1.0f / sum);
     // out = sum_j p_j v_j, 64 columns at a time with the accumulators in registers.
     float* o = out + i * ldo;
@@ -190,9 +216,48 @@ __attribute__((target("avx2,fma,f16c"))) void AttendAvx2(int d, int q_len, int k
     const float inv = 1.0f / sum;
     for (; c < d; ++c) {
       float acc = 0;
-      for (int jj = 0; jj < n; ++jj) acc += scores[jj] * ToF32(vrow[jj][c]);
+      // (Fused explicitly: AccumulateRowsAvx2 computes the same sums a block at a time.)
+      for (int jj = 0; jj < n; ++jj) acc = std::fma(scores[jj], ToF32(vrow[jj][c]), acc);
       o[c] = acc * inv;
     }
+  }
+}
+
+// acc[0, d) += sum_t p_t v_t over a block's `rows` values (v_t at base + t * d): the
+// same fused multiply-adds in the same order as AttendAvx2's over those keys, with the
+// accumulators kept in `acc` between blocks (AttendDecodeHeads).
+template <typename T>
+__attribute__((target("avx2,fma,f16c"))) void AccumulateRowsAvx2(int rows, const float* p,
+                                                                 const T* base, int d, float* acc) {
+  const int d8 = d & ~7;
+  int c = 0;
+  for (; c + 32 <= d8; c += 32) {
+    __m256 a0 = _mm256_loadu_ps(acc + c), a1 = _mm256_loadu_ps(acc + c + 8),
+           a2 = _mm256_loadu_ps(acc + c + 16), a3 = _mm256_loadu_ps(acc + c + 24);
+    for (int t = 0; t < rows; ++t) {
+      const __m256 pt = _mm256_broadcast_ss(p + t);
+      const T* vv = base + int64_t{t} * d + c;
+      a0 = _mm256_fmadd_ps(pt, Load8(vv), a0);
+      a1 = _mm256_fmadd_ps(pt, Load8(vv + 8), a1);
+      a2 = _mm256_fmadd_ps(pt, Load8(vv + 16), a2);
+      a3 = _mm256_fmadd_ps(pt, Load8(vv + 24), a3);
+    }
+    _mm256_storeu_ps(acc + c, a0);
+    _mm256_storeu_ps(acc + c + 8, a1);
+    _mm256_storeu_ps(acc + c + 16, a2);
+    _mm256_storeu_ps(acc + c + 24, a3);
+  }
+  for (; c < d8; c += 8) {
+    __m256 a0 = _mm256_loadu_ps(acc + c);
+    for (int t = 0; t < rows; ++t) {
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + t), Load8(base + int64_t{t} * d + c), a0);
+    }
+    _mm256_storeu_ps(acc + c, a0);
+  }
+  for (; c < d; ++c) {
+    float x = acc[c];
+    for (int t = 0; t < rows; ++t) x = std::fma(p[t], ToF32(base[int64_t{t} * d + c]), x);
+    acc[c] = x;
   }
 }
 
@@ -309,6 +374,25 @@ ORCA_AVX512 void WeightedSumPass(int vecs, int n, const float* p, const T* const
   }
 }
 
+// As ExpSumAvx2, sixteen at a time.
+ORCA_AVX512 float ExpSumAvx512(float* row, int n, float max) {
+  const __m512 vmax = _mm512_set1_ps(max);
+  __m512 vsum = _mm512_setzero_ps();
+  int j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 e = Exp16(_mm512_sub_ps(_mm512_loadu_ps(row + j), vmax));
+    _mm512_storeu_ps(row + j, e);
+    vsum = _mm512_add_ps(vsum, e);
+  }
+  if (j < n) {  // the last partial sixteen: masked lanes neither read nor summed
+    const __mmask16 m = FirstLanes(n - j);
+    const __m512 e = Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + j), vmax));
+    _mm512_mask_storeu_ps(row + j, m, e);
+    vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+  }
+  return _mm512_reduce_add_ps(vsum);
+}
+
 template <typename T>
 ORCA_AVX512 void AttendAvx512(int d, int q_len, int kv_len, const float* q, int64_t ldq,
                               const T* const* krow, const T* const* vrow, float scale,
@@ -316,21 +400,7 @@ ORCA_AVX512 void AttendAvx512(int d, int q_len, int kv_len, const float* q, int6
   for (int i = 0; i < q_len; ++i) {
     const int n = kv_len - q_len + i + 1;  // keys [0, n)
     const float max_score = ScoresAvx512(d, n, q + i * ldq, krow, scale, scores);
-    const __m512 vmax = _mm512_set1_ps(max_score);
-    __m512 vsum = _mm512_setzero_ps();
-    int j = 0;
-    for (; j + 16 <= n; j += 16) {
-      const __m512 e = Exp16(_mm512_sub_ps(_mm512_loadu_ps(scores + j), vmax));
-      _mm512_storeu_ps(scores + j, e);
-      vsum = _mm512_add_ps(vsum, e);
-    }
-    if (j < n) {  // the last partial sixteen: masked lanes neither read nor summed
-      const __mmask16 m = FirstLanes(n - j);
-      const __m512 e = Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), vmax));
-      _mm512_mask_storeu_ps(scores + j, m, e);
-      vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
-    }
-    const float inv = 1.0f / _mm512_reduce_add_ps(vsum);
+    const float inv = 1.0f / ExpSumAvx512(scores, n, max_score);
     // The output in passes of up to 128 columns (8 accumulators), each one pass over
     // the values: a 64-wide head is one pass of four.
     float* o = out + i * ldo;
@@ -344,6 +414,120 @@ ORCA_AVX512 void AttendAvx512(int d, int q_len, int kv_len, const float* q, int6
         WeightedSumPass<true>(vecs, n, scores, vrow, c, width, last, inv, o);
       }
     }
+  }
+}
+
+// acc[c0, c0 + 16 V) += sum_t p_t v_t[c0, ...) over a block's `rows` values, which lie
+// one after another (v_t at base + t * d); the last vector masked by `last`. The same
+// fused multiply-adds in the same order as WeightedSumAvx512 over those keys, with the
+// accumulators kept in `acc` between blocks.
+template <int V, bool kPartial, typename T>
+ORCA_AVX512 inline void AccumulateBlockAvx512(int rows, const float* p, const T* base, int d,
+                                              int c0, __mmask16 last, float* acc) {
+  __m512 a[V];
+  for (int u = 0; u + 1 < V; ++u) a[u] = _mm512_loadu_ps(acc + c0 + 16 * u);
+  a[V - 1] = _mm512_maskz_loadu_ps(last, acc + c0 + 16 * (V - 1));
+  for (int t = 0; t < rows; ++t) {
+    const __m512 pt = _mm512_set1_ps(p[t]);
+    const T* vv = base + int64_t{t} * d + c0;
+    for (int u = 0; u + 1 < V; ++u) a[u] = _mm512_fmadd_ps(pt, Load16(vv + 16 * u), a[u]);
+    const __m512 tail = kPartial ? LoadPart16(vv + 16 * (V - 1), last) : Load16(vv + 16 * (V - 1));
+    a[V - 1] = _mm512_fmadd_ps(pt, tail, a[V - 1]);
+  }
+  for (int u = 0; u + 1 < V; ++u) _mm512_storeu_ps(acc + c0 + 16 * u, a[u]);
+  _mm512_mask_storeu_ps(acc + c0 + 16 * (V - 1), last, a[V - 1]);
+}
+
+template <bool kPartial, typename T>
+ORCA_AVX512 void AccumulateBlockPass(int vecs, int rows, const float* p, const T* base, int d,
+                                     int c0, __mmask16 last, float* acc) {
+  switch (vecs) {
+    case 1:
+      return AccumulateBlockAvx512<1, kPartial>(rows, p, base, d, c0, last, acc);
+    case 2:
+      return AccumulateBlockAvx512<2, kPartial>(rows, p, base, d, c0, last, acc);
+    case 3:
+      return AccumulateBlockAvx512<3, kPartial>(rows, p, base, d, c0, last, acc);
+    case 4:
+      return AccumulateBlockAvx512<4, kPartial>(rows, p, base, d, c0, last, acc);
+    case 5:
+      return AccumulateBlockAvx512<5, kPartial>(rows, p, base, d, c0, last, acc);
+    case 6:
+      return AccumulateBlockAvx512<6, kPartial>(rows, p, base, d, c0, last, acc);
+    case 7:
+      return AccumulateBlockAvx512<7, kPartial>(rows, p, base, d, c0, last, acc);
+    default:
+      return AccumulateBlockAvx512<8, kPartial>(rows, p, base, d, c0, last, acc);
+  }
+}
+
+// AccumulateRowsAvx2 on AVX-512, in passes of up to 128 columns as AttendAvx512.
+template <typename T>
+ORCA_AVX512 void AccumulateRowsAvx512(int rows, const float* p, const T* base, int d, float* acc) {
+  for (int c = 0; c < d; c += 128) {
+    const int width = std::min(128, d - c);
+    const int vecs = (width + 15) / 16;
+    const __mmask16 last = FirstLanes(width - 16 * (vecs - 1));
+    if (width % 16 == 0) {
+      AccumulateBlockPass<false>(vecs, rows, p, base, d, c, last, acc);
+    } else {
+      AccumulateBlockPass<true>(vecs, rows, p, base, d, c, last, acc);
+    }
+  }
+}
+
+// A path's pieces for AttendDecodeHeadsWith.
+template <typename T>
+struct DecodeKernels {
+  float (*scores)(int d, int n, const float* qv, const T* const* krow, float scale, float* scores);
+  float (*exp_sum)(float* row, int n, float max);
+  void (*accumulate)(int rows, const float* p, const T* base, int d, float* acc);
+};
+
+// AttendDecodeHeads (attention_kernel.h) with one path's kernels: every head's keys block
+// by block, each head's softmax, then the values block by block, accumulated in `out`.
+template <typename T>
+void AttendDecodeHeadsWith(const DecodeHeads<T>& a, float* scores, const DecodeKernels<T>& k) {
+  const int d = a.head_dim, blocks = (a.kv_len + a.block_size - 1) / a.block_size;
+  const int kv_heads = (a.num_heads + a.group - 1) / a.group;
+  const int rows_elems = a.block_size * d;
+  const int ahead = std::max(1, kStreamAheadBytes / (rows_elems * static_cast<int>(sizeof(T))));
+  std::vector<float> most(static_cast<size_t>(a.num_heads), -INFINITY);
+  const T* rows[64];  // one block's rows of one head (block_size <= 64)
+  for (int b = 0; b < blocks; ++b) {
+    const int j0 = b * a.block_size, n = std::min(a.block_size, a.kv_len - j0);
+    for (int h = 0; h < a.num_heads; ++h) {
+      const int g = h / a.group;
+      if (h % a.group == 0) {
+        PrefetchAheadInPass(a.kblock, blocks, b, g, kv_heads, ahead, a.head_stride, rows_elems);
+      }
+      const T* base = a.kblock[b] + g * a.head_stride;
+      for (int t = 0; t < n; ++t) rows[t] = base + int64_t{t} * d;
+      float& m = most[static_cast<size_t>(h)];
+      m = std::max(m, k.scores(d, n, a.q + int64_t{h} * d, rows, a.scale,
+                               scores + int64_t{h} * a.kv_len + j0));
+    }
+  }
+  std::vector<float> inv(static_cast<size_t>(a.num_heads));
+  for (int h = 0; h < a.num_heads; ++h) {
+    inv[static_cast<size_t>(h)] =
+        1.0f / k.exp_sum(scores + int64_t{h} * a.kv_len, a.kv_len, most[static_cast<size_t>(h)]);
+  }
+  std::fill(a.out, a.out + int64_t{a.num_heads} * d, 0.0f);
+  for (int b = 0; b < blocks; ++b) {
+    const int j0 = b * a.block_size, n = std::min(a.block_size, a.kv_len - j0);
+    for (int h = 0; h < a.num_heads; ++h) {
+      const int g = h / a.group;
+      if (h % a.group == 0) {
+        PrefetchAheadInPass(a.vblock, blocks, b, g, kv_heads, ahead, a.head_stride, rows_elems);
+      }
+      k.accumulate(n, scores + int64_t{h} * a.kv_len + j0, a.vblock[b] + g * a.head_stride, d,
+                   a.out + int64_t{h} * d);
+    }
+  }
+  for (int h = 0; h < a.num_heads; ++h) {
+    float* o = a.out + int64_t{h} * d;
+    for (int c = 0; c < d; ++c) o[c] *= inv[static_cast<size_t>(h)];
   }
 }
 
@@ -475,6 +659,31 @@ void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t 
 }
 
 template <typename T>
+void AttendDecodeHeads(const DecodeHeads<T>& a, float* scores, SimdLevel level) {
+  level = std::min(level, CpuMaxSimdLevel());
+  if (level == SimdLevel::kAvx512 && a.block_size <= 64) {
+    return AttendDecodeHeadsWith(
+        a, scores, DecodeKernels<T>{&ScoresAvx512<T>, &ExpSumAvx512, &AccumulateRowsAvx512<T>});
+  }
+  if (level == SimdLevel::kAvx2 && a.block_size <= 64) {
+    return AttendDecodeHeadsWith(
+        a, scores, DecodeKernels<T>{&ScoresAvx2<T>, &ExpSumAvx2, &AccumulateRowsAvx2<T>});
+  }
+  // Elsewhere one head at a time, its rows gathered from the blocks.
+  std::vector<const T*> krow(static_cast<size_t>(a.kv_len)), vrow(krow.size());
+  for (int h = 0; h < a.num_heads; ++h) {
+    const int64_t at = int64_t{h / a.group} * a.head_stride;
+    for (int j = 0; j < a.kv_len; ++j) {
+      const int64_t in_block = int64_t{j % a.block_size} * a.head_dim;
+      krow[static_cast<size_t>(j)] = a.kblock[j / a.block_size] + at + in_block;
+      vrow[static_cast<size_t>(j)] = a.vblock[j / a.block_size] + at + in_block;
+    }
+    AttendOneHead(a.head_dim, 1, a.kv_len, a.q + int64_t{h} * a.head_dim, a.head_dim, krow.data(),
+                  vrow.data(), a.scale, scores, a.out + int64_t{h} * a.head_dim, a.head_dim, level);
+  }
+}
+
+template <typename T>
 void StoreKvRow(const float* src, int n, T* dst) {
   if constexpr (std::is_same_v<T, Fp16>) {
     if (CpuSimdLevel() >= SimdLevel::kAvx2) return StoreF16Avx2(src, n, dst);
@@ -485,6 +694,7 @@ void StoreKvRow(const float* src, int n, T* dst) {
 #define ORCA_INSTANTIATE_KV(T)                                                                \
   template void AttendOneHead<T>(int, int, int, const float*, int64_t, const T* const*,       \
                                  const T* const*, float, float*, float*, int64_t, SimdLevel); \
+  template void AttendDecodeHeads<T>(const DecodeHeads<T>&, float*, SimdLevel);               \
   template void StoreKvRow<T>(const float*, int, T*);                                         \
   template void internal::StoreKvRowPortable<T>(const float*, int, T*);
 ORCA_INSTANTIATE_KV(float)

@@ -1,5 +1,6 @@
 // The inner loops of the CPU backend's paged KV cache: attention for one (sequence,
-// head) pair, and the conversion of new K/V rows into the cache's element type.
+// head) pair, a decode step's attention for a sequence's heads read block by block, and
+// the conversion of new K/V rows into the cache's element type.
 // Cached keys and values may be float32, float16 or bfloat16 (KvCacheShape::dtype);
 // queries, scores, accumulators and outputs are float32.
 //
@@ -38,6 +39,35 @@ template <typename T>
 void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
                    const T* const* krow, const T* const* vrow, float scale, float* scores,
                    float* out, int64_t ldo, SimdLevel level = CpuSimdLevel());
+
+// One decode step's attention for the heads of one sequence (one query row each), read
+// in the cache's block order: the paged cache holds a block's rows of every kv head one
+// after another, so where AttendOneHead reads one head's rows of each block (2 KiB for a
+// 64-wide float16 head, then a jump to the next block), this reads each block's keys for
+// all the heads, then their values, as one stream, and prefetches that stream 12 KiB
+// ahead: a decode of 16 sequences read its 302 MB cache at the read probe's rate instead
+// of 60 % of it (docs/benchmarks.md section 18).
+//   out[h] = softmax_j(scale * q[h] . k_{h / group}[j]) weighted sum of v_{h / group}[j]
+// for j in [0, kv_len), where key j of kv head g is kblock[j / block_size] +
+// g * head_stride + (j % block_size) * head_dim (values alike in vblock). q and out hold
+// num_heads rows of head_dim floats one after another. On AVX-512 and AVX2, with
+// block_size a multiple of 4 and at most 64, the same products in the same order as
+// AttendOneHead at that level (the results are equal); otherwise it runs AttendOneHead
+// head by head.
+template <typename T>
+struct DecodeHeads {
+  int head_dim = 0, num_heads = 0, group = 1;  // query heads per kv head
+  int kv_len = 0, block_size = 16;
+  const T* const* kblock = nullptr;  // per block: kv head 0's first key
+  const T* const* vblock = nullptr;
+  int64_t head_stride = 0;  // elements from one kv head's rows of a block to the next's
+  const float* q = nullptr;
+  float scale = 1.0f;
+  float* out = nullptr;
+};
+// scores: scratch of at least num_heads * kv_len floats.
+template <typename T>
+void AttendDecodeHeads(const DecodeHeads<T>& args, float* scores, SimdLevel level = CpuSimdLevel());
 
 // Writes n floats to dst as T: round to nearest even, NaN kept, float16 saturating at
 // +-65504 (a key that large would otherwise become inf and every score NaN).

@@ -209,7 +209,6 @@ TEST(GrammarAutomatonTest, AMaskWalkStopsAtItsBudget) {
     if (allowed(k)) longest = k;
   }
   for (size_t k = 1; k <= longest; ++k) EXPECT_TRUE(allowed(k)) << k;
-
   EXPECT_GT(longest, 8u);
   EXPECT_LT(longest, kLongest) << "the budget should have ended the walk";
 }
