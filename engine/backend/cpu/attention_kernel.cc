@@ -438,27 +438,17 @@ ORCA_AVX512 inline void AccumulateBlockAvx512(int rows, const float* p, const T*
   _mm512_mask_storeu_ps(acc + c0 + 16 * (V - 1), last, a[V - 1]);
 }
 
+// AccumulateBlockAvx512 with its vector count (1 to 8) chosen at run time.
 template <bool kPartial, typename T>
 ORCA_AVX512 void AccumulateBlockPass(int vecs, int rows, const float* p, const T* base, int d,
                                      int c0, __mmask16 last, float* acc) {
-  switch (vecs) {
-    case 1:
-      return AccumulateBlockAvx512<1, kPartial>(rows, p, base, d, c0, last, acc);
-    case 2:
-      return AccumulateBlockAvx512<2, kPartial>(rows, p, base, d, c0, last, acc);
-    case 3:
-      return AccumulateBlockAvx512<3, kPartial>(rows, p, base, d, c0, last, acc);
-    case 4:
-      return AccumulateBlockAvx512<4, kPartial>(rows, p, base, d, c0, last, acc);
-    case 5:
-      return AccumulateBlockAvx512<5, kPartial>(rows, p, base, d, c0, last, acc);
-    case 6:
-      return AccumulateBlockAvx512<6, kPartial>(rows, p, base, d, c0, last, acc);
-    case 7:
-      return AccumulateBlockAvx512<7, kPartial>(rows, p, base, d, c0, last, acc);
-    default:
-      return AccumulateBlockAvx512<8, kPartial>(rows, p, base, d, c0, last, acc);
-  }
+  using Pass = void (*)(int, const float*, const T*, int, int, __mmask16, float*);
+  static constexpr Pass kByVectors[] = {
+      &AccumulateBlockAvx512<1, kPartial, T>, &AccumulateBlockAvx512<2, kPartial, T>,
+      &AccumulateBlockAvx512<3, kPartial, T>, &AccumulateBlockAvx512<4, kPartial, T>,
+      &AccumulateBlockAvx512<5, kPartial, T>, &AccumulateBlockAvx512<6, kPartial, T>,
+      &AccumulateBlockAvx512<7, kPartial, T>, &AccumulateBlockAvx512<8, kPartial, T>};
+  kByVectors[std::clamp(vecs, 1, 8) - 1](rows, p, base, d, c0, last, acc);
 }
 
 // AccumulateRowsAvx2 on AVX-512, in passes of up to 128 columns as AttendAvx512.
