@@ -601,35 +601,228 @@ absl::Status GrammarAutomaton::ProbeAmbiguity() const {
   return absl::OkStatus();
 }
 
+// Configurations met by one mask's walks, numbered for those walks only, with their
+// transitions (a byte class loops back to one configuration: computed once). Past
+// kMaxMaskWork positions looked at, bytes not yet tried lead nowhere.
+class GrammarAutomaton::Walker {
+ public:
+  explicit Walker(const GrammarAutomaton& g) : g_(g) {}
+
+  // The configuration's number (kDead for an empty one).
+  int32_t Add(Config c) {
+    if (c.empty()) return kDead;
+    auto [it, added] = ids_.try_emplace(Key(c), static_cast<int32_t>(configs_.size()));
+    if (added) {
+      width_ = std::max(width_, c.size());
+      for (const Stack& st : c) deepest_ = std::max(deepest_, st.size());
+      configs_.push_back(std::move(c));
+      if (dense_.size() < kDense) dense_.emplace_back().fill(kUnknown);
+    }
+    return it->second;
+  }
+  int32_t Step(int32_t from, uint8_t byte) {
+    int32_t* known = Memo(from, byte);
+    if (*known != kUnknown) return *known;
+    if (cost_.work > kMaxMaskWork) {
+      cost_.cut = true;
+      return kDead;
+    }
+    Cost step;
+    Config c = g_.Step(configs_[static_cast<size_t>(from)], byte, &step);
+    cost_.work += step.work;
+    cost_.cut |= step.cut;
+    step_work_ = std::max(step_work_, step.work);
+    const int32_t to = Add(std::move(c));
+    *Memo(from, byte) = to;  // (Add may have moved dense_)
+    return to;
+  }
+  // Whether configuration `id` holds the empty stack (it is sorted shallowest first).
+  bool Returned(int32_t id) const { return configs_[static_cast<size_t>(id)].front().empty(); }
+
+  // A walk's largest configuration, deepest stack and dearest step; and whether a bound
+  // cut it (or the budget ended it).
+  size_t width() const { return width_; }
+  size_t deepest() const { return deepest_; }
+  size_t step_work() const { return step_work_; }
+  bool cut() const { return cost_.cut; }
+
+ private:
+  const GrammarAutomaton& g_;
+  std::vector<Config> configs_;
+  // The transitions: a table for each of the first kDense configurations (the common
+  // case, and fast), a hash map past them (bounded memory for walks that meet many).
+  static constexpr int32_t kUnknown = -2;  // (kDead is -1)
+  static constexpr size_t kDense = 4096;
+  int32_t* Memo(int32_t from, uint8_t byte) {
+    if (static_cast<size_t>(from) < kDense) return &dense_[static_cast<size_t>(from)][byte];
+    return &sparse_.try_emplace(static_cast<uint64_t>(from) << 8 | byte, kUnknown).first->second;
+  }
+  std::vector<std::array<int32_t, 256>> dense_;
+  absl::flat_hash_map<uint64_t, int32_t> sparse_;
+  absl::flat_hash_map<std::string, int32_t> ids_;
+  Cost cost_;
+  size_t width_ = 0, deepest_ = 0, step_work_ = 0;
+};
+
+void GrammarAutomaton::AllowTokensByWalk(int32_t state, const TokenVocabulary& vocab,
+                                         std::vector<uint32_t>& mask) const {
+  Walker w(*this);
+  const int32_t from = w.Add(ConfigOf(state));
+  if (from == kDead) return;
+  MarkReachableTokens(
+      vocab, from, [&](int32_t s, uint8_t byte) { return w.Step(s, byte); }, mask);
+}
+
+namespace {
+
+void SetBit(std::vector<uint32_t>& mask, int32_t t) {
+  mask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
+}
+bool Bit(const std::vector<uint32_t>& mask, int32_t t) {
+  return (mask[static_cast<size_t>(t) / 32] >> (t % 32)) & 1;
+}
+
+}  // namespace
+
+std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
+    const Stack& top, const TokenVocabulary& vocab) const {
+  // The trie walked from the top alone: a token that ends on a living configuration is
+  // allowed whatever lies below (the empty stack included: the real stack goes on below
+  // it). Where a configuration holds the empty stack, the walk has returned from the top
+  // and the bytes that follow are read by what lies below: every longer token under that
+  // node depends on it (unless allowed anyway).
+  auto out = std::make_shared<TopMask>();
+  const size_t words = (static_cast<size_t>(vocab.size()) + 31) / 32;
+  out->allowed.assign(words, 0);
+  std::vector<std::pair<int32_t, int32_t>> returns;  // in_trie_order() ranges, disjoint
+  Walker w(*this);
+  const auto& trie = vocab.trie();
+  const auto& order = vocab.in_trie_order();
+  struct Visit {
+    int32_t node, config;
+    bool below_return;  // an ancestor's configuration returned (its subtree marked)
+  };
+  std::vector<Visit> stack = {{0, w.Add({top}), false}};
+  while (!stack.empty()) {
+    const Visit v = stack.back();
+    stack.pop_back();
+    const TokenVocabulary::TrieNode& n = trie[static_cast<size_t>(v.node)];
+    if (v.node != 0) {
+      for (int32_t t : n.tokens) SetBit(out->allowed, t);
+    }
+    bool below = v.below_return;
+    if (!below && w.Returned(v.config)) {
+      returns.emplace_back(n.first + static_cast<int32_t>(n.tokens.size()), n.end);
+      below = true;
+    }
+    for (const auto& [byte, child] : n.children) {
+      const int32_t next = w.Step(v.config, byte);
+      if (next != kDead) stack.push_back({child, next, below});
+    }
+  }
+  std::sort(returns.begin(), returns.end());
+  for (const auto& [first, end] : returns) {
+    for (int32_t i = first; i < end; ++i) {
+      const int32_t t = order[static_cast<size_t>(i)];
+      if (!Bit(out->allowed, t)) out->dependent.push_back(t);
+    }
+  }
+  out->width = w.width();
+  out->deepest = w.deepest();
+  out->step_work = w.step_work();
+  out->cut = w.cut();
+  return out;
+}
+
+std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::TopMaskOf(
+    const Stack& top, const TokenVocabulary& vocab) const {
+  {
+    absl::MutexLock lock(&top_mu_);
+    if (top_vocab_ != 0 && top_vocab_ != vocab.id()) return nullptr;
+    if (auto it = top_masks_.find(top); it != top_masks_.end()) return it->second;
+    if (top_masks_.size() >= kMaxTopMasks) return nullptr;
+  }
+  // Walked without the lock (two threads may make one top's mask: the first is kept).
+  std::shared_ptr<const TopMask> made = MakeTopMask(top, vocab);
+  absl::MutexLock lock(&top_mu_);
+  if (top_vocab_ != 0 && top_vocab_ != vocab.id()) return made;
+  top_vocab_ = vocab.id();
+  return top_masks_.try_emplace(top, std::move(made)).first->second;
+}
+
 void GrammarAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
                                    std::vector<uint32_t>& mask) const {
-  // The configurations met on the way, numbered for this walk only, with their
-  // transitions (a byte class loops back to one configuration: computed once).
-  std::vector<Config> configs = {ConfigOf(state)};
-  if (configs[0].empty()) return;
-  std::vector<absl::flat_hash_map<uint8_t, int32_t>> next(1);
-  absl::flat_hash_map<std::string, int32_t> ids = {{Key(configs[0]), 0}};
-  Cost cost;  // (past kMaxMaskWork, bytes not yet tried lead nowhere)
-  auto step = [&](int32_t from, uint8_t byte) {
-    if (auto it = next[static_cast<size_t>(from)].find(byte);
-        it != next[static_cast<size_t>(from)].end()) {
-      return it->second;
+  const Config& config = ConfigOf(state);
+  // The state's stacks by their tops (kept in the configuration's order).
+  std::vector<std::pair<Stack, Config>> groups;
+  absl::flat_hash_map<Stack, size_t> group_of;
+  for (const Stack& st : config) {
+    if (st.empty()) continue;  // (the output may end here: it reads nothing more)
+    const size_t k = std::min(st.size(), kTopFrames);
+    Stack top(st.end() - static_cast<std::ptrdiff_t>(k), st.end());
+    auto [it, added] = group_of.try_emplace(top, groups.size());
+    if (added) groups.emplace_back(std::move(top), Config{});
+    groups[it->second].second.push_back(st);
+  }
+  // Kept masks answer only where the real walk could not be cut: each real stack, deeper
+  // by what lies below its top, may grow as its top's walk did, and every bound must
+  // hold for all of them at once.
+  std::vector<std::shared_ptr<const TopMask>> tops;
+  size_t stacks = 0, positions = 0, step_work = 0;
+  for (const auto& [top, members] : groups) {
+    std::shared_ptr<const TopMask> m = TopMaskOf(top, vocab);
+    if (m == nullptr || m->cut) return AllowTokensByWalk(state, vocab, mask);
+    for (const Stack& st : members) {
+      const size_t below = st.size() - top.size();
+      if (m->deepest + below + 1 >= kMaxDepth) return AllowTokensByWalk(state, vocab, mask);
+      stacks += m->width;
+      positions += m->width * (m->deepest + below);
+      step_work += m->step_work * (below + 1);
     }
-    if (cost.work > kMaxMaskWork) return kDead;
-    Config c = Step(configs[static_cast<size_t>(from)], byte, &cost);
-    int32_t to = kDead;
-    if (!c.empty()) {
-      auto [it, added] = ids.try_emplace(Key(c), static_cast<int32_t>(configs.size()));
-      if (added) {
-        configs.push_back(std::move(c));
-        next.emplace_back();
+    tops.push_back(std::move(m));
+  }
+  if (stacks > kMaxStacks || positions > kMaxPositions || step_work > kMaxStepWork) {
+    return AllowTokensByWalk(state, vocab, mask);
+  }
+  // The union of the tops' allowed tokens, then their dependent tokens walked from the
+  // real stacks: consecutive tokens share a prefix in trie order, and a prefix that died
+  // takes every token after it that extends it.
+  Walker w(*this);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const TopMask& m = *tops[g];
+    for (size_t i = 0; i < mask.size(); ++i) mask[i] |= m.allowed[i];
+    if (m.dependent.empty()) continue;
+    std::vector<int32_t> path = {w.Add(groups[g].second)};  // configurations after prev[:i]
+    std::string_view prev;
+    bool prev_died = false;  // after path.size() bytes of prev
+    for (int32_t t : m.dependent) {
+      const std::string& bytes = vocab.bytes(t);
+      size_t common = 0;
+      while (common < prev.size() && common < bytes.size() && prev[common] == bytes[common]) {
+        ++common;
       }
-      to = it->second;
+      if (prev_died && common >= path.size()) continue;
+      path.resize(std::min(common, path.size() - 1) + 1);
+      prev = bytes;
+      prev_died = false;
+      for (size_t i = path.size() - 1; i < bytes.size(); ++i) {
+        const int32_t next = w.Step(path.back(), static_cast<uint8_t>(bytes[i]));
+        if (next == kDead) {
+          prev_died = true;
+          break;
+        }
+        path.push_back(next);
+      }
+      if (!prev_died) SetBit(mask, t);
     }
-    next[static_cast<size_t>(from)][byte] = to;
-    return to;
-  };
-  MarkReachableTokens(vocab, 0, step, mask);
+  }
+  // Out of budget (dependent tokens may have been missed): the walk adds what it finds.
+  if (w.cut()) AllowTokensByWalk(state, vocab, mask);
+}
+
+size_t GrammarAutomaton::num_top_masks() const {
+  absl::MutexLock lock(&top_mu_);
+  return top_masks_.size();
 }
 
 bool GrammarAutomaton::accepting(int32_t state) const {

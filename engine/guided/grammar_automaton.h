@@ -11,9 +11,21 @@
 // pushing a return (tail calls), so right recursion and repetition do not grow stacks.
 // Reading a byte advances every stack whose top admits it and re-expands. Walk (a token's
 // bytes) interns the configuration it ends in as a state id, so a state's token mask is
-// computed once (token_guide.h) and nesting is unbounded; AllowTokens walks the
-// vocabulary's trie over configurations of its own, memoized for that walk only, so a
-// mask makes no states (only where outputs go do). Next memoizes single bytes (tests).
+// computed once (token_guide.h) and nesting is unbounded. Next memoizes single bytes
+// (tests).
+//
+// Token masks (AllowTokens) are made from masks kept per stack top, as xgrammar's
+// adaptive token mask cache does: what a token does from a stack depends only on its top
+// kTopFrames positions until the token's bytes return from the lowest of them. So for
+// each such top (walked once, from the top alone) the automaton keeps the tokens allowed
+// whatever lies below and the few "dependent" ones that return from it mid-token; a
+// state's mask is the union of its stacks' tops' allowed tokens plus those dependent
+// tokens that its real stacks let through (walked from them, in trie order, sharing
+// prefixes). A state nesting at a depth no output reached before so costs a few ORs of
+// kept masks instead of a walk of the whole vocabulary. Where a bound (below) could cut
+// the real walk, or kMaxTopMasks tops are kept, the mask is made by one walk of the
+// vocabulary's trie over configurations of its own (AllowTokensByWalk), memoized for
+// that walk only: either way a mask makes no states (only where outputs go do).
 //
 // Refused at Compile (InvalidArgument): what ParseGbnf refuses; left recursion (a rule
 // that can reach itself before reading a byte, not at the end of an alternative: write
@@ -29,11 +41,13 @@
 // stack deeper than kMaxDepth (nesting that deep), a configuration beyond kMaxStacks
 // stacks or kMaxPositions positions in all (ambiguity that grows slowly; the deepest
 // stacks go first), a step's expansion past kMaxStepWork positions looked at, a mask's
-// trie walk past kMaxMaskWork (tokens not reached are not allowed) and any state past
-// kMaxStates are cut off (those continuations become kDead): what the guide allows is
-// always a sentence prefix, but such sentences cannot be produced; a guide past
-// kMaxStates says so (exhausted()) and the guide cache compiles a fresh one for later
-// requests. Thread-safe: states are made under a mutex, walks run outside it.
+// trie walk past kMaxMaskWork (tokens not reached are not allowed; a mask made from kept
+// tops, which looks at far fewer positions, may allow some that the walk's budget left
+// out, never fewer) and any state past kMaxStates are cut off (those continuations
+// become kDead): what the guide allows is always a sentence prefix, but such sentences
+// cannot be produced; a guide past kMaxStates says so (exhausted()) and the guide cache
+// compiles a fresh one for later requests. Thread-safe: states and kept tops are made
+// under mutexes, walks run outside them.
 #pragma once
 
 #include <array>
@@ -68,6 +82,10 @@ class GrammarAutomaton final : public ByteAutomaton {
   static constexpr size_t kProbeConfigs = 256;
   static constexpr size_t kProbeWork = size_t{1} << 22;
   static constexpr size_t kMaxElements = 1 << 18;
+  // Stack positions a kept mask is keyed by, and how many are kept (each one bit per
+  // token of the vocabulary, plus its dependent tokens).
+  static constexpr size_t kTopFrames = 6;
+  static constexpr size_t kMaxTopMasks = 2048;
 
   // Tests only: `max_states` other than kMaxStates; `probe` false to run grammars the
   // ambiguity probe refuses (the bounds while running hold them).
@@ -85,6 +103,12 @@ class GrammarAutomaton final : public ByteAutomaton {
   int32_t Walk(int32_t state, std::string_view bytes) const override;
   void AllowTokens(int32_t state, const TokenVocabulary& vocab,
                    std::vector<uint32_t>& mask) const override;
+  // The same mask by one walk of the trie from the state's whole configuration (what
+  // AllowTokens falls back to): the reference for tests and the benchmark.
+  void AllowTokensByWalk(int32_t state, const TokenVocabulary& vocab,
+                         std::vector<uint32_t>& mask) const;
+  // Stack tops whose masks are kept (tests and the benchmark).
+  size_t num_top_masks() const;
   // States made so far, and whether they reached kMaxStates.
   int32_t num_states() const;
   // The deepest stack of a state (0 for an unknown one): how near kMaxDepth it is.
@@ -116,6 +140,24 @@ class GrammarAutomaton final : public ByteAutomaton {
     size_t work = 0;
     bool cut = false;
   };
+  // Configurations met by one mask's walks, numbered, with their transitions
+  // (grammar_automaton.cc).
+  class Walker;
+  // What tokens do from a stack whose top positions are a given `top` (kTopFrames of
+  // them, or the whole stack when shallower), whatever lies below it.
+  struct TopMask {
+    std::vector<uint32_t> allowed;   // allowed from the top alone: from any stack with it
+    std::vector<int32_t> dependent;  // not allowed so, but return from the top mid-token
+                                     // (so may be from some stacks), in trie order
+    // The walk's largest configuration (stacks), deepest stack and dearest step, and
+    // whether a bound cut it: what the real walk could cost (AllowTokens' check).
+    size_t width = 0, deepest = 0, step_work = 0;
+    bool cut = false;
+  };
+  std::shared_ptr<const TopMask> MakeTopMask(const Stack& top, const TokenVocabulary& vocab) const;
+  // The kept mask of `top` (made on first use); null once kMaxTopMasks are kept or for a
+  // vocabulary other than the one the kept masks are for.
+  std::shared_ptr<const TopMask> TopMaskOf(const Stack& top, const TokenVocabulary& vocab) const;
 
   GrammarAutomaton() = default;
   // Expands every stack until its top is a byte set (or it is empty); sorted, unique.
@@ -139,6 +181,11 @@ class GrammarAutomaton final : public ByteAutomaton {
   mutable absl::Mutex mu_;
   mutable std::vector<std::unique_ptr<State>> states_ ABSL_GUARDED_BY(mu_);
   mutable absl::flat_hash_map<std::string, int32_t> ids_ ABSL_GUARDED_BY(mu_);
+
+  mutable absl::Mutex top_mu_;
+  mutable uint64_t top_vocab_ ABSL_GUARDED_BY(top_mu_) = 0;  // TokenVocabulary::id()
+  mutable absl::flat_hash_map<Stack, std::shared_ptr<const TopMask>> top_masks_
+      ABSL_GUARDED_BY(top_mu_);
 
   friend class GrammarBuilder;
 };

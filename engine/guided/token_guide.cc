@@ -1,6 +1,7 @@
 #include "engine/guided/token_guide.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "engine/guided/byte_dfa.h"
 #include "engine/guided/grammar_automaton.h"
@@ -29,6 +30,25 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes) : bytes_(std::m
     }
     trie_[static_cast<size_t>(node)].tokens.push_back(id);
   }
+  // Depth first, children in byte order: each subtree's tokens end up side by side.
+  std::vector<std::pair<int32_t, bool>> stack = {{0, false}};  // node, children done
+  while (!stack.empty()) {
+    const auto [node, done] = stack.back();
+    stack.pop_back();
+    TrieNode& n = trie_[static_cast<size_t>(node)];
+    if (done) {
+      n.end = static_cast<int32_t>(in_trie_order_.size());
+      continue;
+    }
+    n.first = static_cast<int32_t>(in_trie_order_.size());
+    in_trie_order_.insert(in_trie_order_.end(), n.tokens.begin(), n.tokens.end());
+    stack.emplace_back(node, true);
+    for (auto it = n.children.rbegin(); it != n.children.rend(); ++it) {
+      stack.emplace_back(it->second, false);
+    }
+  }
+  static std::atomic<uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1);
 }
 
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer) {

@@ -46,12 +46,21 @@ class TokenVocabulary {
   struct TrieNode {
     std::vector<std::pair<uint8_t, int32_t>> children;  // sorted by byte
     std::vector<int32_t> tokens;                        // tokens whose bytes end here
+    // The tokens of this node's subtree are in_trie_order()[first, end), its own first.
+    int32_t first = 0, end = 0;
   };
   const std::vector<TrieNode>& trie() const { return trie_; }
+  // Every token with bytes, in the trie's depth-first order: sorted by bytes, a prefix
+  // before what extends it.
+  const std::vector<int32_t>& in_trie_order() const { return in_trie_order_; }
+  // Different for every vocabulary made in this process (what a kept mask is for).
+  uint64_t id() const { return id_; }
 
  private:
   std::vector<std::string> bytes_;
   std::vector<TrieNode> trie_;  // [0] is the root (the empty string)
+  std::vector<int32_t> in_trie_order_;
+  uint64_t id_;
 };
 
 // Sets the mask bit of every token of `vocab` whose bytes lead from `start` through

@@ -6,8 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
+#include <string_view>
+#include <tuple>
 
 #include "engine/guided/token_guide.h"
 #include "nlohmann/json.hpp"
@@ -368,6 +371,78 @@ TEST(GrammarAutomatonTest, RandomSentencesParseWithIndependentParsers) {
   ASSERT_EQ(rc, 0) << output;
   for (const nlohmann::json& b : nlohmann::json::parse(output)) {
     ADD_FAILURE() << b[0] << " produced " << b[1] << ": " << b[2];
+  }
+}
+
+// AllowTokens makes a state's mask from masks kept per stack top (a top's tokens
+// allowed whatever lies below, and the few that return below it mid-token walked from
+// the real stacks); one walk of the vocabulary's trie from the state's whole
+// configuration, which knows nothing of tops, must give the same mask at every state of
+// random token walks that nest deep, over the 32,000-token synthetic vocabulary and
+// stories260K's.
+TEST(GrammarAutomatonTest, MasksFromKeptTopsEqualOneWalkOfTheTrie) {
+  constexpr char kOutline[] = R"g(root ::= item{20,}
+item ::= "- " [a-zA-Z ,.']{1,40} "\n" | "(" root ")\n"
+)g";
+  constexpr char kParens[] = R"g(root ::= (" " | [a-z] | "(" root ")")+)g";
+  auto stories = Tokenizer::FromDirectory(testing::SourceDir() + "/models/stories260K");
+  ASSERT_TRUE(stories.ok()) << stories.status();
+  // Every printable character and runs of brackets, so that tokens return from many
+  // levels (past any top) at once.
+  std::vector<std::string> brackets = {"", "ab", "a b", "\n"};
+  for (char c = ' '; c <= '~'; ++c) brackets.emplace_back(1, c);
+  for (int n = 1; n <= 24; ++n) {
+    brackets.push_back(std::string(static_cast<size_t>(n), '('));
+    brackets.push_back(std::string(static_cast<size_t>(n), ')'));
+    brackets.push_back("a" + std::string(static_cast<size_t>(n), ')'));
+    brackets.push_back(std::string(static_cast<size_t>(n), ')') + "\n");
+    brackets.push_back(")\n" + std::string(static_cast<size_t>(n), ')'));
+  }
+  const std::pair<std::string, std::shared_ptr<const TokenVocabulary>> vocabs[] = {
+      {"synthetic", SyntheticVocabulary()},
+      {"stories260K", TokenVocabulary::FromTokenizer(**stories)},
+      {"brackets", std::make_shared<const TokenVocabulary>(brackets)}};
+  // name, grammar, bytes that open a level, and whether walks nest deeper than the tops
+  // (so that dependent tokens are walked from real stacks below them).
+  const std::tuple<const char*, const char*, const char*, bool> grammars[] = {
+      {"outline", kOutline, "(", true},
+      {"parens", kParens, "(", true},
+      {"arith", kArithmetic, "(", true},
+      {"json", kJsonGrammar, "{[", false},
+      {"lines", kLines, "", false}};
+  std::mt19937 rng(17);
+  for (const auto& [vocab_name, vocab] : vocabs) {
+    ASSERT_GT(vocab->size(), 100);
+    for (const auto& [name, grammar, deeper, nests] : grammars) {
+      auto g = Compile(grammar);
+      const std::string what = std::string(name) + " over " + vocab_name;
+      const size_t deepest = ExpectMasksEqualTheWalk(*g, *vocab, rng, 4, 40, deeper, what);
+      EXPECT_GT(g->num_top_masks(), 0u) << what << ": masks were not made from kept tops";
+      if (nests) {
+        EXPECT_GE(deepest, 2 * GrammarAutomaton::kTopFrames)
+            << what << ": the walks nest too little";
+      }
+    }
+  }
+}
+
+// A walk that meets more configurations than its transition tables hold (one per byte
+// of a 6,000-byte token, each a different count) goes on with a hash map: the same
+// mask.
+TEST(GrammarAutomatonTest, LongWalksMeetManyConfigurations) {
+  auto g = Compile(R"g(root ::= "aaaaa"{0,1000} "b"?)g");
+  std::vector<std::string> bytes = {""};
+  for (size_t k = 1; k <= 6000; k += 7) bytes.push_back(std::string(k, 'a'));
+  for (size_t k = 1; k <= 6000; k += 7) bytes.push_back(std::string(k, 'a') + "b");
+  const TokenVocabulary vocab(bytes);
+  std::vector<uint32_t> kept((bytes.size() + 31) / 32), walked = kept;
+  g->AllowTokens(g->start(), vocab, kept);
+  g->AllowTokensByWalk(g->start(), vocab, walked);
+  for (size_t t = 1; t < bytes.size(); ++t) {
+    const auto a = std::count(bytes[t].begin(), bytes[t].end(), 'a');
+    const bool ok = a <= 5000 && (bytes[t].back() == 'a' || a % 5 == 0);
+    EXPECT_EQ((kept[t / 32] >> (t % 32)) & 1, ok ? 1u : 0u) << bytes[t].size();
+    EXPECT_EQ((walked[t / 32] >> (t % 32)) & 1, ok ? 1u : 0u) << bytes[t].size();
   }
 }
 
