@@ -698,6 +698,8 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
   Walker w(*this);
   const auto& trie = vocab.trie();
   const auto& order = vocab.in_trie_order();
+  const auto& bytes = vocab.child_bytes();
+  const auto& kids = vocab.child_nodes();
   struct Visit {
     int32_t node, config;
     bool below_return;  // an ancestor's configuration returned (its subtree marked)
@@ -707,17 +709,16 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
     const Visit v = stack.back();
     stack.pop_back();
     const TokenVocabulary::TrieNode& n = trie[static_cast<size_t>(v.node)];
-    if (v.node != 0) {
-      for (int32_t t : n.tokens) SetBit(out->allowed, t);
-    }
+    for (int32_t i = n.first; i < n.own_end; ++i)
+      SetBit(out->allowed, order[static_cast<size_t>(i)]);
     bool below = v.below_return;
     if (!below && w.Returned(v.config)) {
-      returns.emplace_back(n.first + static_cast<int32_t>(n.tokens.size()), n.end);
+      returns.emplace_back(n.own_end, n.end);
       below = true;
     }
-    for (const auto& [byte, child] : n.children) {
-      const int32_t next = w.Step(v.config, byte);
-      if (next != kDead) stack.push_back({child, next, below});
+    for (int32_t c = n.children_end - 1; c >= n.children_begin; --c) {
+      const int32_t next = w.Step(v.config, bytes[static_cast<size_t>(c)]);
+      if (next != kDead) stack.push_back({kids[static_cast<size_t>(c)], next, below});
     }
   }
   std::sort(returns.begin(), returns.end());

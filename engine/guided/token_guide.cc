@@ -10,42 +10,64 @@
 namespace orca {
 
 TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes) : bytes_(std::move(bytes)) {
-  trie_.emplace_back();
+  // Built linked, then laid out flat (token_guide.h).
+  struct Node {
+    std::vector<std::pair<uint8_t, int32_t>> children;  // sorted by byte
+    std::vector<int32_t> tokens;
+  };
+  std::vector<Node> nodes(1);
   for (int32_t id = 0; id < size(); ++id) {
     const std::string& b = bytes_[static_cast<size_t>(id)];
     if (b.empty()) continue;
     int32_t node = 0;
     for (char c : b) {
       const auto byte = static_cast<uint8_t>(c);
-      auto& kids = trie_[static_cast<size_t>(node)].children;
+      auto& kids = nodes[static_cast<size_t>(node)].children;
       auto it = std::lower_bound(kids.begin(), kids.end(), std::make_pair(byte, int32_t{-1}));
       if (it != kids.end() && it->first == byte) {
         node = it->second;
         continue;
       }
-      const auto child = static_cast<int32_t>(trie_.size());
+      const auto child = static_cast<int32_t>(nodes.size());
       kids.insert(it, {byte, child});
-      trie_.emplace_back();  // (kids is not used after this)
+      nodes.emplace_back();  // (kids is not used after this)
       node = child;
     }
-    trie_[static_cast<size_t>(node)].tokens.push_back(id);
+    nodes[static_cast<size_t>(node)].tokens.push_back(id);
   }
-  // Depth first, children in byte order: each subtree's tokens end up side by side.
-  std::vector<std::pair<int32_t, bool>> stack = {{0, false}};  // node, children done
+  // Numbered in the order a depth-first walk (children in byte order) meets them, which
+  // also lays each subtree's tokens side by side in in_trie_order_.
+  std::vector<int32_t> number(nodes.size()), preorder;
+  // By linked node: first, own_end and end (the children's ranges are set below).
+  std::vector<TrieNode> ranges(nodes.size());
+  std::vector<std::pair<int32_t, bool>> stack = {{0, false}};  // linked node, children done
   while (!stack.empty()) {
     const auto [node, done] = stack.back();
     stack.pop_back();
-    TrieNode& n = trie_[static_cast<size_t>(node)];
+    const Node& n = nodes[static_cast<size_t>(node)];
+    TrieNode& r = ranges[static_cast<size_t>(node)];
     if (done) {
-      n.end = static_cast<int32_t>(in_trie_order_.size());
+      r.end = static_cast<int32_t>(in_trie_order_.size());
       continue;
     }
-    n.first = static_cast<int32_t>(in_trie_order_.size());
+    number[static_cast<size_t>(node)] = static_cast<int32_t>(preorder.size());
+    preorder.push_back(node);
+    r.first = static_cast<int32_t>(in_trie_order_.size());
     in_trie_order_.insert(in_trie_order_.end(), n.tokens.begin(), n.tokens.end());
+    r.own_end = static_cast<int32_t>(in_trie_order_.size());
     stack.emplace_back(node, true);
-    for (auto it = n.children.rbegin(); it != n.children.rend(); ++it) {
-      stack.emplace_back(it->second, false);
+    for (size_t i = n.children.size(); i-- > 0;) stack.emplace_back(n.children[i].second, false);
+  }
+  trie_.reserve(preorder.size());
+  for (int32_t node : preorder) {
+    TrieNode flat = ranges[static_cast<size_t>(node)];
+    flat.children_begin = static_cast<int32_t>(child_bytes_.size());
+    for (const auto& [byte, child] : nodes[static_cast<size_t>(node)].children) {
+      child_bytes_.push_back(byte);
+      child_nodes_.push_back(number[static_cast<size_t>(child)]);
     }
+    flat.children_end = static_cast<int32_t>(child_bytes_.size());
+    trie_.push_back(flat);
   }
   static std::atomic<uint64_t> next_id{1};
   id_ = next_id.fetch_add(1);

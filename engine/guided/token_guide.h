@@ -43,13 +43,18 @@ class TokenVocabulary {
   int32_t size() const { return static_cast<int32_t>(bytes_.size()); }
   const std::string& bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }
 
+  // The trie of the tokens' bytes, flat and numbered depth first (children in byte
+  // order), so that a walk reads it front to back: node 0 is the root (the empty
+  // string); a node's children are child_bytes()/child_nodes()[children_begin,
+  // children_end), sorted by byte; the tokens whose bytes end at it are
+  // in_trie_order()[first, own_end), and those of its whole subtree [first, end).
   struct TrieNode {
-    std::vector<std::pair<uint8_t, int32_t>> children;  // sorted by byte
-    std::vector<int32_t> tokens;                        // tokens whose bytes end here
-    // The tokens of this node's subtree are in_trie_order()[first, end), its own first.
-    int32_t first = 0, end = 0;
+    int32_t children_begin = 0, children_end = 0;
+    int32_t first = 0, own_end = 0, end = 0;
   };
   const std::vector<TrieNode>& trie() const { return trie_; }
+  const std::vector<uint8_t>& child_bytes() const { return child_bytes_; }
+  const std::vector<int32_t>& child_nodes() const { return child_nodes_; }
   // Every token with bytes, in the trie's depth-first order: sorted by bytes, a prefix
   // before what extends it.
   const std::vector<int32_t>& in_trie_order() const { return in_trie_order_; }
@@ -58,7 +63,9 @@ class TokenVocabulary {
 
  private:
   std::vector<std::string> bytes_;
-  std::vector<TrieNode> trie_;  // [0] is the root (the empty string)
+  std::vector<TrieNode> trie_;
+  std::vector<uint8_t> child_bytes_;
+  std::vector<int32_t> child_nodes_;
   std::vector<int32_t> in_trie_order_;
   uint64_t id_;
 };
@@ -70,17 +77,22 @@ template <typename Step>
 void MarkReachableTokens(const TokenVocabulary& vocab, int32_t start, Step step,
                          std::vector<uint32_t>& mask) {
   const auto& trie = vocab.trie();
+  const auto& order = vocab.in_trie_order();
+  const auto& bytes = vocab.child_bytes();
+  const auto& kids = vocab.child_nodes();
   std::vector<std::pair<int32_t, int32_t>> stack = {{0, start}};  // trie node, state
   while (!stack.empty()) {
     const auto [node, s] = stack.back();
     stack.pop_back();
     const TokenVocabulary::TrieNode& n = trie[static_cast<size_t>(node)];
-    if (node != 0) {
-      for (int32_t t : n.tokens) mask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
+    for (int32_t i = n.first; i < n.own_end; ++i) {
+      const int32_t t = order[static_cast<size_t>(i)];
+      mask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
     }
-    for (const auto& [byte, child] : n.children) {
-      const int32_t next = step(s, byte);
-      if (next != ByteAutomaton::kDead) stack.emplace_back(child, next);
+    // (Pushed last child first, so that nodes are visited in the order they are stored.)
+    for (int32_t c = n.children_end - 1; c >= n.children_begin; --c) {
+      const int32_t next = step(s, bytes[static_cast<size_t>(c)]);
+      if (next != ByteAutomaton::kDead) stack.emplace_back(kids[static_cast<size_t>(c)], next);
     }
   }
 }
