@@ -728,6 +728,11 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
       if (!Bit(out->allowed, t)) out->dependent.push_back(t);
     }
   }
+  if (out->dependent.size() > static_cast<size_t>(vocab.size()) / 8) {
+    out->walk_instead = true;
+    std::vector<uint32_t>().swap(out->allowed);
+    std::vector<int32_t>().swap(out->dependent);
+  }
   out->width = w.width();
   out->deepest = w.deepest();
   out->step_work = w.step_work();
@@ -741,14 +746,16 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::TopMaskOf(
     absl::MutexLock lock(&top_mu_);
     if (top_vocab_ != 0 && top_vocab_ != vocab.id()) return nullptr;
     if (auto it = top_masks_.find(top); it != top_masks_.end()) return it->second;
-    if (top_masks_.size() >= kMaxTopMasks) return nullptr;
+    if (top_bytes_ >= kMaxTopMaskBytes) return nullptr;
   }
   // Walked without the lock (two threads may make one top's mask: the first is kept).
   std::shared_ptr<const TopMask> made = MakeTopMask(top, vocab);
   absl::MutexLock lock(&top_mu_);
   if (top_vocab_ != 0 && top_vocab_ != vocab.id()) return made;
   top_vocab_ = vocab.id();
-  return top_masks_.try_emplace(top, std::move(made)).first->second;
+  auto [it, added] = top_masks_.try_emplace(top, std::move(made));
+  if (added) top_bytes_ += it->second->bytes();
+  return it->second;
 }
 
 void GrammarAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
@@ -772,7 +779,7 @@ void GrammarAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
   size_t stacks = 0, positions = 0, step_work = 0;
   for (const auto& [top, members] : groups) {
     std::shared_ptr<const TopMask> m = TopMaskOf(top, vocab);
-    if (m == nullptr || m->cut) return AllowTokensByWalk(state, vocab, mask);
+    if (m == nullptr || m->cut || m->walk_instead) return AllowTokensByWalk(state, vocab, mask);
     for (const Stack& st : members) {
       const size_t below = st.size() - top.size();
       if (m->deepest + below + 1 >= kMaxDepth) return AllowTokensByWalk(state, vocab, mask);

@@ -23,7 +23,9 @@
 // tokens that its real stacks let through (walked from them, in trie order, sharing
 // prefixes). A state nesting at a depth no output reached before so costs a few ORs of
 // kept masks instead of a walk of the whole vocabulary. Where a bound (below) could cut
-// the real walk, or kMaxTopMasks tops are kept, the mask is made by one walk of the
+// the real walk, where a top's dependent tokens are over an eighth of the vocabulary
+// (walking them would cost what a walk does), or once the kept masks hold
+// kMaxTopMaskBytes, the mask is made by one walk of the
 // vocabulary's trie over configurations of its own (AllowTokensByWalk), memoized for
 // that walk only: either way a mask makes no states (only where outputs go do).
 //
@@ -82,10 +84,11 @@ class GrammarAutomaton final : public ByteAutomaton {
   static constexpr size_t kProbeConfigs = 256;
   static constexpr size_t kProbeWork = size_t{1} << 22;
   static constexpr size_t kMaxElements = 1 << 18;
-  // Stack positions a kept mask is keyed by, and how many are kept (each one bit per
-  // token of the vocabulary, plus its dependent tokens).
+  // Stack positions a kept mask is keyed by, and the bytes the kept masks may hold in all
+  // (each one bit per token of the vocabulary, 4 bytes per dependent token and ~256 of
+  // its own: some 2,000 tops at 128,256 tokens).
   static constexpr size_t kTopFrames = 6;
-  static constexpr size_t kMaxTopMasks = 2048;
+  static constexpr size_t kMaxTopMaskBytes = size_t{32} << 20;
 
   // Tests only: `max_states` other than kMaxStates; `probe` false to run grammars the
   // ambiguity probe refuses (the bounds while running hold them).
@@ -153,10 +156,14 @@ class GrammarAutomaton final : public ByteAutomaton {
     // whether a bound cut it: what the real walk could cost (AllowTokens' check).
     size_t width = 0, deepest = 0, step_work = 0;
     bool cut = false;
+    // Over an eighth of the vocabulary depends on what lies below: kept without its
+    // tokens (allowed and dependent empty), and states with this top are walked.
+    bool walk_instead = false;
+    size_t bytes() const { return (allowed.size() + dependent.size()) * 4 + 256; }
   };
   std::shared_ptr<const TopMask> MakeTopMask(const Stack& top, const TokenVocabulary& vocab) const;
-  // The kept mask of `top` (made on first use); null once kMaxTopMasks are kept or for a
-  // vocabulary other than the one the kept masks are for.
+  // The kept mask of `top` (made on first use); null once the kept masks hold
+  // kMaxTopMaskBytes or for a vocabulary other than the one they are for.
   std::shared_ptr<const TopMask> TopMaskOf(const Stack& top, const TokenVocabulary& vocab) const;
 
   GrammarAutomaton() = default;
@@ -184,6 +191,7 @@ class GrammarAutomaton final : public ByteAutomaton {
 
   mutable absl::Mutex top_mu_;
   mutable uint64_t top_vocab_ ABSL_GUARDED_BY(top_mu_) = 0;  // TokenVocabulary::id()
+  mutable size_t top_bytes_ ABSL_GUARDED_BY(top_mu_) = 0;
   mutable absl::flat_hash_map<Stack, std::shared_ptr<const TopMask>> top_masks_
       ABSL_GUARDED_BY(top_mu_);
 

@@ -446,5 +446,45 @@ TEST(GrammarAutomatonTest, LongWalksMeetManyConfigurations) {
   }
 }
 
+// A top most of whose tokens return below it (here an "x" and runs of closing brackets,
+// most of them past the top's six positions) is not worth keeping: states with it are
+// walked, the same mask.
+TEST(GrammarAutomatonTest, TopsMostTokensReturnFromAreWalked) {
+  auto g = Compile(R"g(root ::= "(" root ")" | "x")g");
+  std::vector<std::string> bytes = {"", "(", ")", "x"};
+  for (size_t n = 1; n <= 40; ++n) {
+    bytes.push_back("x" + std::string(n, ')'));
+    bytes.push_back(std::string(n, '('));
+  }
+  const TokenVocabulary vocab(bytes);
+  std::mt19937 rng(29);
+  const size_t deepest = ExpectMasksEqualTheWalk(*g, vocab, rng, 6, 24, "(", "brackets");
+  EXPECT_GT(deepest, 2 * GrammarAutomaton::kTopFrames);
+}
+
+// The kept tops stop at kMaxTopMaskBytes (here a vocabulary of a million ids, nearly all
+// without bytes, so that each top takes 125 KB), and masks are then walked: the same.
+TEST(GrammarAutomatonTest, KeptTopsStopAtTheirBudget) {
+  auto g = Compile(R"g(root ::= [a-c]{0,400})g");
+  std::vector<std::string> bytes(1'000'000);
+  bytes[1] = "a";
+  bytes[2] = "b";
+  bytes[3] = "cc";
+  bytes[999'999] = "ab";
+  const TokenVocabulary vocab(bytes);
+  const size_t per_top = (bytes.size() + 31) / 32 * 4;
+  int32_t s = g->start();
+  for (int step = 0; step < 400; ++step) {
+    std::vector<uint32_t> mask((bytes.size() + 31) / 32, 0);
+    g->AllowTokens(s, vocab, mask);
+    // "a" and "b" while the output may grow, "cc" and "ab" while it may grow by two.
+    ASSERT_EQ(mask[0], 0b0110u | (step < 399 ? 0b1000u : 0u)) << step;
+    ASSERT_EQ((mask.back() >> (999'999 % 32)) & 1, step < 399 ? 1u : 0u) << step;
+    s = g->Walk(s, "a");
+  }
+  EXPECT_GE(g->num_top_masks(), GrammarAutomaton::kMaxTopMaskBytes / per_top / 2);
+  EXPECT_LE(g->num_top_masks(), GrammarAutomaton::kMaxTopMaskBytes / per_top + 1);
+}
+
 }  // namespace
 }  // namespace orca
