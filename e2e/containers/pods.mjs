@@ -13,26 +13,11 @@
 // Nothing here talks to Docker; e2e/containers/group_test.mjs runs the result.
 
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 
-// Returns a free TCP port on 127.0.0.1, never one in `taken`.
-export async function freePort(taken) {
-  for (;;) {
-    const port = await new Promise((resolve, reject) => {
-      const srv = net.createServer();
-      srv.on('error', reject);
-      srv.listen(0, '127.0.0.1', () => {
-        const { port: p } = srv.address();
-        srv.close(() => resolve(p));
-      });
-    });
-    if (!taken.has(port)) {
-      taken.add(port);
-      return port;
-    }
-  }
-}
+import { freePort } from '../serving/orca_server.mjs';
+
+export { freePort };  // a TCP port free on every address, never one in `taken` (group_test.mjs)
 
 const matches = (selector, labels) => Object.entries(selector ?? {}).every(([k, v]) => labels[k] === v);
 

@@ -133,7 +133,8 @@ async function startGroup(t, { shutdownS, maxBatchSize = 8 }) {
 }
 
 // Streaming load: each client sends a stream after the other until told to stop, and
-// records every request: when it was sent (before or after SIGTERM) and how it ended.
+// records every request: when it was sent (before or after SIGTERM: `termAt()` not null
+// once the scheduler is known to have handled it) and how it ended.
 function startLoad(url, { maxTokens, termAt }) {
   let stop = false;
   const records = [];
@@ -187,12 +188,15 @@ function streamEnding(rec) {
 
 // SIGTERM to every process of `group` at once while `load` streams; returns what
 // happened: the load's records, the /ready answers seen after SIGTERM and each
-// process's exit { code, signal, ms after SIGTERM }.
+// process's exit { code, signal, ms after SIGTERM }. A process handles a signal a moment
+// after kill() returns, so a request sent at once may still be taken: requests count
+// as sent after SIGTERM (afterTerm) from the first /ready that is not 200 on, and the
+// answers before it may be 200.
 // `streaming`: how many clients must have a stream under way (the others may wait for a
 // batch slot) when SIGTERM is sent.
 async function terminateUnderLoad(t, group, { maxTokens, streaming }) {
-  let termAt = null;
-  const load = startLoad(group.url, { maxTokens, termAt: () => termAt });
+  let termAt = null, drainSeenAt = null;
+  const load = startLoad(group.url, { maxTokens, termAt: () => drainSeenAt });
   try {
     await waitFor(`${streaming} clients stream`, async () => load.records.length >= kClients &&
                   load.progress.filter((n) => n >= 3).length >= streaming, 60000, group.logs);
@@ -209,7 +213,8 @@ async function terminateUnderLoad(t, group, { maxTokens, streaming }) {
   const polling = (async () => {
     while (scheduler.running()) {
       try { readyAfter.push((await fetch(`${group.url}/ready`)).status); } catch { readyAfter.push('refused'); }
-      const rec = { client: 'prober', afterTerm: true };
+      if (readyAfter.at(-1) !== 200) drainSeenAt ??= performance.now();
+      const rec = { client: 'prober', afterTerm: drainSeenAt !== null };
       try {
         const res = await fetch(`${group.url}/v1/completions`, {
           method: 'POST', headers: { 'Content-Type': 'application/json' },
@@ -225,7 +230,7 @@ async function terminateUnderLoad(t, group, { maxTokens, streaming }) {
   })();
   const exits = [];
   for (const p of group.procs) {
-    const e = await Promise.race([p.exited, new Promise((r) => setTimeout(() => r(null), 120000))]);
+    const e = await p.exitedWithin(120000);
     exits.push(e === null ? { name: p.name, code: 'still running' }
                           : { name: p.name, code: e.code, signal: e.signal, ms: Math.round(e.at - termAt) });
   }
@@ -247,6 +252,13 @@ function assertNoneAdmittedAfterTerm(records, logs) {
     assert.ok(r.retryAfter, 'a 503 without Retry-After');
     assert.equal(JSON.parse(r.body).error.type, 'service_unavailable_error', r.body);
   }
+}
+
+// /ready went from 200 (before the scheduler handled SIGTERM) to 503 and never back.
+function assertReadyDropped(readyAfter) {
+  assert.ok(readyAfter.includes(503), `/ready after SIGTERM: ${readyAfter}`);
+  const dropped = readyAfter.findIndex((s) => s !== 200);
+  assert.ok(!readyAfter.slice(dropped).includes(200), `/ready answered 200 after 503: ${readyAfter}`);
 }
 
 function assertExits(exits, shutdownS, logs) {
@@ -274,8 +286,7 @@ test('SIGTERM to a whole group under streaming load: every stream completes, not
       // The drain outlasts the streams: each one generated to its end.
       for (const e of endings) assert.equal(e, 'finished', group.logs());
       assertNoneAdmittedAfterTerm(records, group.logs);
-      assert.ok(readyAfter.includes(503), `/ready after SIGTERM: ${readyAfter}`);
-      assert.ok(!readyAfter.includes(200), `/ready answered 200 after SIGTERM: ${readyAfter}`);
+      assertReadyDropped(readyAfter);
       assertExits(exits, shutdownS, group.logs);
       assert.match(group.procs[0].log(), /drained: every admitted request finished/);
       for (const w of group.procs.slice(1)) assert.match(w.log(), /worker: draining: 1 of 1 rank\(s\) in a group/);
@@ -297,7 +308,7 @@ test('a drain deadline shorter than the streams ends them with a retriable error
     for (const e of endings) assert.ok(e === 'finished' || e === 'retriable', `${e}\n${group.logs()}`);
     assert.ok(endings.includes('retriable'), `no stream outlasted the drain: ${endings}`);
     assertNoneAdmittedAfterTerm(records, group.logs);
-    assert.ok(!readyAfter.includes(200), `/ready answered 200 after SIGTERM: ${readyAfter}`);
+    assertReadyDropped(readyAfter);
     assertExits(exits, shutdownS, group.logs);
     assert.match(group.procs[0].log(), /drain deadline reached with \d+ open request/);
   } finally {
@@ -317,7 +328,7 @@ test('a worker that cannot join exits non-zero after --join-timeout, naming the 
     await waitFor('the worker serves /health', async () => (await fetch(`http://127.0.0.1:${metricsPort}/health`)).status === 200,
                   1500, w.log);
     assert.equal((await fetch(`http://127.0.0.1:${metricsPort}/ready`)).status, 503);
-    const e = await Promise.race([w.exited, new Promise((r) => setTimeout(() => r(null), 15000))]);
+    const e = await w.exitedWithin(15000);
     assert.ok(e !== null, `the worker still runs 15 s after start:\n${w.log()}`);
     const ms = e.at - started;
     t.diagnostic(`exited ${Math.round(ms)} ms after start with ${e.code}`);
@@ -338,7 +349,7 @@ test('a worker without a group exits 0 at once on SIGTERM', async (t) => {
     await waitFor('the worker dials', async () => /dialing/.test(w.log()), 10000, w.log);
     const termAt = performance.now();
     w.child.kill('SIGTERM');
-    const e = await Promise.race([w.exited, new Promise((r) => setTimeout(() => r(null), 5000))]);
+    const e = await w.exitedWithin(5000);
     assert.ok(e !== null, `the worker still runs 5 s after SIGTERM:\n${w.log()}`);
     assert.equal(e.code, 0, w.log());
     assert.ok(e.at - termAt < 1500, `exited ${e.at - termAt} ms after SIGTERM`);

@@ -4,7 +4,7 @@
 // tests that run the roles of a serving group as processes (startProcess, freePort,
 // waitFor) and read SSE streams (readSse).
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -73,16 +73,45 @@ export function metricValue(text, name, labelFilter = '') {
 // --- processes of a serving group (orca scheduler / orca worker), as pods would run ---
 
 // Returns a TCP port free on 127.0.0.1 now.
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
-    srv.on('error', reject);
-  });
+// The kernel's range for the local ports of outgoing connections (and of listen(0)).
+function ephemeralPorts() {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (low > 0 && high >= low) return [low, high];
+  } catch { /* not Linux: the IANA range */ }
+  return [49152, 65535];
+}
+
+const handedOut = new Set();
+
+// A TCP port free on every address, for a process started later to listen on; never one
+// handed out before (by this process) or in `taken` (which it joins). Drawn at random
+// from below the kernel's ephemeral range: a port listen(0) returns is one that any
+// outgoing connection (a worker dialing its scheduler, a test's HTTP client) may take
+// as its local port before the server binds it, which made servers fail to start
+// ("cannot listen on 0.0.0.0:44943").
+export async function freePort(taken = handedOut) {
+  const [ephemeralLow] = ephemeralPorts();
+  const low = Math.max(1024, ephemeralLow - 12000);
+  for (let attempt = 0; ; ++attempt) {
+    const port = attempt < 200 ? low + Math.floor(Math.random() * (ephemeralLow - low)) : 0;
+    if (port !== 0 && (taken.has(port) || handedOut.has(port))) continue;
+    const bound = await new Promise((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(null));
+      srv.listen(port, '0.0.0.0', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
+    });
+    if (bound === null) continue;
+    taken.add(bound);
+    handedOut.add(bound);
+    return bound;
+  }
 }
 
 // Starts `orca ARGS...` with stdout and stderr collected into log(). `exited` resolves
-// with { code, signal, at } (at: performance.now() of the exit).
+// with { code, signal, at } (at: performance.now() of the exit); exitedWithin(ms) with
+// that, or null when the process still runs after `ms` (its timer cleared either way,
+// so that it does not keep the test file's process alive).
 export function startProcess(name, args, env = {}) {
   const child = spawn(process.env.ORCA_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
@@ -93,6 +122,12 @@ export function startProcess(name, args, env = {}) {
   return {
     name, child, exited, log: () => log,
     running: () => child.exitCode === null && child.signalCode === null,
+    async exitedWithin(ms) {
+      let timer;
+      const e = await Promise.race([exited, new Promise((r) => { timer = setTimeout(() => r(null), ms); })]);
+      clearTimeout(timer);
+      return e;
+    },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill(signal);

@@ -7,18 +7,9 @@
 // namespace; flags override engine.yaml).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { sourceDir, storiesDir } from './orca_server.mjs';
-
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
-    srv.on('error', reject);
-  });
-}
+import { freePort, sourceDir, storiesDir } from './orca_server.mjs';
 
 // Starts $ORCA_BIN with `args`; its stdout and stderr are kept for log().
 export function startProcess(name, args, env) {
