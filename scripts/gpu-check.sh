@@ -8,7 +8,9 @@
 #      over each KV cache dtype, sampling on the device and the host),
 #   4. serves a random llama-1B BF16 with `orca serve --device cuda` and runs an
 #      `orca bench serve` closed-loop sweep against it (greedy), then at temperature 1
-#      over float32 and float16 KV caches, and with tokens drawn on the host,
+#      over float32 and float16 KV caches, and with tokens drawn on the host; then
+#      guided decoding's per-token overhead (a pattern, a JSON schema, a grammar) on a
+#      random llama-110m at 1 and 32 clients (bench/guided/guided_overhead.py),
 #   5. runs the gpu tests under compute-sanitizer (memcheck, and racecheck on attention).
 # Every step has its own time limit, so a slow or hung step costs only its share; the
 # figures and logs go to --out (summary.txt first). Record them in docs/cuda.md.
@@ -203,6 +205,27 @@ if [ "$device" = cuda ]; then
   serve_sweep t1-kv-float16-host-sampling 1 --kv-cache-dtype float16 --no-device-sampling
 fi
 rm -rf "$(dirname "$model")"
+
+# --- 4b. guided decoding: per-token overhead against unconstrained ------------------------
+# A random llama-110m in BF16 (docs/cuda.md's guided runs), 1 and 32 clients: a pattern,
+# a realistic JSON schema and a recursive grammar, tokens drawn on the device.
+gpreset=llama-110m gdtype=BF16 glevels=1,32 grounds=3
+[ $quick = 1 ] && grounds=2
+[ "$device" = cpu ] && gpreset=tiny gdtype=F32 glevels=1,4 grounds=1
+guided_model=$(mktemp -d)/$gpreset
+"$orca" model random --preset $gpreset --dtype $gdtype --out "$guided_model" >>"$out/bench.log" 2>&1
+for g in regex schema grammar; do
+  flag=""
+  [ $g != regex ] && flag=--$g
+  step "guided overhead ($g, $glevels clients)" 120 "$out/guided-$g.log" \
+    python3 bench/guided/guided_overhead.py --orca "$orca" --model "$guided_model" \
+    --concurrency $glevels --tokens 64 --rounds $grounds $flag --serve-args "--device $device" \
+    --out "$out/guided-overhead-$g.json"
+  grep -h "^\[guided\] concurrency [0-9]*:" "$out/guided-$g.log" | while read -r line; do
+    note "  $g: ${line#\[guided\] }"
+  done
+done
+rm -rf "$(dirname "$guided_model")"
 
 # --- 5. compute-sanitizer ---------------------------------------------------------------
 if [ "$device" = cuda ] && command -v compute-sanitizer >/dev/null; then

@@ -315,8 +315,8 @@ std::vector<Setting> BuildSettings() {
                      kServing,
                      "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of every "
                      "iteration to this file: the scheduler's schedule, submit, wait and "
-                     "update, and each rank's recv, layers, all-reduce, send, lm-head and "
-                     "sample, one track per rank (\"\" = off; stops after 2 million events)"));
+                     "update, and each rank's recv, layers, all-reduce, send, lm-head, masks "
+                     "and sample, one track per rank (\"\" = off; stops after 2 million events)"));
   s.push_back(String("server.chat_template", "chat-template", &C::server,
                      &ServerOptions::chat_template, kServing,
                      "Jinja chat template file (default: the tokenizer's)"));

@@ -12,10 +12,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/common/cpu_limit.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/group/control_plane_guard.h"
 #include "engine/group/plan_codec.h"
+#include "engine/runner/deferred_masks.h"
 #include "engine/runner/kv_cache_sizing.h"
 #include "engine/runner/model_runner.h"
 #include "orca/v1/control.grpc.pb.h"
@@ -168,7 +170,8 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   // encoder_generation_.
   PlanEncoder encoder_;
   uint64_t encoder_generation_ = 0;
-  std::thread watchdog_;  // started by Create, joined by Shutdown
+  std::unique_ptr<ThreadPool> mask_pool_;  // Submit's thread only: made by the first guided plan
+  std::thread watchdog_;                   // started by Create, joined by Shutdown
 };
 
 grpc::Status GroupExecutor::Impl::Join(grpc::ServerContext* ctx, Stream* stream) {
@@ -451,8 +454,18 @@ absl::Status GroupExecutor::Impl::Submit(const IterationPlan& plan) {
     encoder_ = PlanEncoder();
     encoder_generation_ = generation;
   }
+  // The ranks hold no guides: guided rows' masks travel made, made here on every core
+  // at once (a grammar's new state walks the vocabulary).
+  IterationPlan made;
+  if (HasDeferredMasks(plan)) {
+    made = plan;
+    std::vector<ScheduledSequence*> seqs;
+    for (ScheduledSequence& s : made.seqs) seqs.push_back(&s);
+    if (mask_pool_ == nullptr) mask_pool_ = std::make_unique<ThreadPool>(AvailableCpus());
+    MakeDeferredMasks(absl::MakeSpan(seqs), mask_pool_.get());
+  }
   v1::SchedulerMessage m;
-  encoder_.Encode(plan, m.mutable_plan());
+  encoder_.Encode(made.seqs.empty() ? plan : made, m.mutable_plan());
   for (auto& s : targets) {
     if (!s->Write(m)) {
       absl::MutexLock lock(&mu_);

@@ -76,7 +76,12 @@ void CommonToProto(const ScheduledSequence& s, v1::ScheduledSequence* q) {
   q->set_prompt_logprobs_from(s.prompt_logprobs_from);
   q->mutable_prompt_logprob_targets()->Add(s.prompt_logprob_targets.begin(),
                                            s.prompt_logprob_targets.end());
-  q->mutable_allowed_token_mask()->Add(s.allowed_token_mask.begin(), s.allowed_token_mask.end());
+  if (s.deferred_mask != nullptr) {  // (GroupExecutor makes them beforehand, in parallel)
+    const std::vector<uint32_t> mask = s.deferred_mask->Make();
+    q->mutable_allowed_token_mask()->Add(mask.begin(), mask.end());
+  } else {
+    q->mutable_allowed_token_mask()->Add(s.allowed_token_mask.begin(), s.allowed_token_mask.end());
+  }
 }
 
 ScheduledSequence CommonFromProto(const v1::ScheduledSequence& q) {

@@ -9,8 +9,9 @@
 // or when they change — plus the ids of sequences released since the previous plan.
 // A plan's size is O(new work), not O(context) (a decode step of a sequence with
 // penalties at context L sent L + L/16 integers; now a few). The decoded plan equals
-// the encoded one exactly. A new generation starts both sides empty (a new encoder,
-// a new session's decoder).
+// the encoded one exactly, except that a deferred token mask (iteration.h) is made
+// when encoded and arrives as the allowed_token_mask it made. A new generation starts both sides
+// empty (a new encoder, a new session's decoder).
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,18 @@ struct SamplingParams {
   }
 };
 
+// A guided sequence's token mask left for the rank that samples to make: the
+// scheduler knows the guide and its state, and the mask (a walk of the vocabulary, or
+// masks kept per grammar stack top; engine/guided/) is made after the forward pass is
+// started, so that on a GPU its CPU work runs while the device computes the logits
+// (ModelRunner::Execute). Make() is thread-safe and returns what allowed_token_mask
+// would hold (stop tokens included where the output already matches).
+class DeferredTokenMask {
+ public:
+  virtual ~DeferredTokenMask() = default;
+  virtual std::vector<uint32_t> Make() const = 0;
+};
+
 // One sequence's share of an iteration: `token_ids` are its next uncomputed tokens
 // (a prefill chunk, or the one newest token when decoding) at positions start_pos ..
 // start_pos + token_ids.size() - 1. `block_table` covers at least the end position.
@@ -62,8 +75,13 @@ struct ScheduledSequence {
   std::vector<int32_t> prompt_logprob_targets;
   // Guided decoding (engine/guided/): the tokens that may be sampled, as bits (token t
   // when allowed_token_mask[t / 32] >> (t % 32) & 1; ids past the mask never); empty:
-  // every token.
+  // every token. A mask that allows nothing (after the bans) makes the sampler draw no
+  // token: SampledToken::token_id -1 (the guide cannot go on; the request fails).
   std::vector<uint32_t> allowed_token_mask;
+  // Set, in place of allowed_token_mask, by a scheduler in the same process as the
+  // plan's executor; never sent: whoever samples or encodes the plan makes it first
+  // (MakeDeferredMasks, engine/runner/deferred_masks.h).
+  std::shared_ptr<const DeferredTokenMask> deferred_mask;
 
   bool operator==(const ScheduledSequence&) const = default;
 };
@@ -87,8 +105,8 @@ struct IterationPlan {
 
 struct SampledToken {
   uint64_t seq_id = 0;
-  int32_t token_id = -1;
-  float logprob = 0.0f;                                 // when logprobs >= 0
+  int32_t token_id = -1;  // -1: none (the row's token mask allowed nothing)
+  float logprob = 0.0f;   // when logprobs >= 0
   std::vector<std::pair<int32_t, float>> top_logprobs;  // when logprobs > 0
 };
 

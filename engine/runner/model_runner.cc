@@ -8,6 +8,7 @@
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
 #include "engine/model/checkpoint.h"
+#include "engine/runner/deferred_masks.h"
 #include "engine/runner/prompt_logprobs.h"
 #include "engine/runner/sampler.h"
 
@@ -644,26 +645,69 @@ absl::StatusOr<IterationResult> ModelRunner::Execute(const IterationPlan& plan) 
     if (!logits.ok()) return logits.status();
     return result;
   }
+  // Guided rows' masks, made now: on a GPU the device computes the logits meanwhile.
+  std::vector<ScheduledSequence> made;
+  if (std::any_of(sampled.begin(), sampled.end(),
+                  [](const ScheduledSequence* s) { return s->deferred_mask != nullptr; })) {
+    ScopedSpan span(spans_, "masks");
+    ORCA_RETURN_IF_ERROR(MakeDeferredMasks(sampled, made));
+  }
+  // A row whose mask allows nothing draws nothing (its guide cannot go on).
+  std::vector<bool> no_token(sampled.size(), false);
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    no_token[i] = AllowsNoToken(*sampled[i], config_.vocab_size);
+    if (no_token[i]) on_backend[i] = false;
+  }
   {
     ScopedSpan span(spans_, "sample");
     if (any_on_backend) {
-      ORCA_RETURN_IF_ERROR(SampleFromDeviceLogits(sampled, on_backend, &result.tokens));
+      ORCA_RETURN_IF_ERROR(SampleFromDeviceLogits(sampled, on_backend, no_token, &result.tokens));
     } else {
       result.tokens.resize(sampled.size());
       auto sample = [&](int64_t row) {
+        if (no_token[static_cast<size_t>(row)]) return;
         result.tokens[row] =
             SampleToken(absl::MakeSpan(logits->row(row), static_cast<size_t>(logits->vocab_size)),
                         *sampled[row]);
       };
       ParallelRows(static_cast<int64_t>(sampled.size()), sample);
     }
+    for (size_t i = 0; i < sampled.size(); ++i) {
+      if (!no_token[i]) continue;
+      result.tokens[i] = SampledToken();
+      result.tokens[i].seq_id = sampled[i]->seq_id;  // token_id -1
+    }
   }
-  spans_ = nullptr;  // the span above is in result.spans now
+  spans_ = nullptr;  // the spans above are in result.spans now
   return result;
+}
+
+absl::Status ModelRunner::MakeDeferredMasks(std::vector<const ScheduledSequence*>& sampled,
+                                            std::vector<ScheduledSequence>& made) {
+  std::vector<ScheduledSequence*> deferred;
+  made.reserve(sampled.size());  // (no reallocation: `sampled` points into it)
+  for (const ScheduledSequence*& s : sampled) {
+    if (s->deferred_mask == nullptr) continue;
+    made.push_back(*s);
+    s = &made.back();
+    deferred.push_back(&made.back());
+  }
+  if (deferred.empty()) return absl::OkStatus();
+  orca::MakeDeferredMasks(absl::MakeSpan(deferred), sampler_pool_.get());
+  const size_t words = (static_cast<size_t>(config_.vocab_size) + 31) / 32;
+  for (const ScheduledSequence* s : deferred) {
+    if (s->allowed_token_mask.size() > words) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequence ", s->seq_id, ": its guide made a token mask of ",
+                       s->allowed_token_mask.size(), " words for ", config_.vocab_size, " tokens"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ModelRunner::SampleFromDeviceLogits(absl::Span<const ScheduledSequence* const> sampled,
                                                  const std::vector<bool>& on_backend,
+                                                 const std::vector<bool>& no_token,
                                                  std::vector<SampledToken>* tokens) {
   const int64_t rows = static_cast<int64_t>(sampled.size());
   const size_t vocab = static_cast<size_t>(config_.vocab_size);
@@ -676,7 +720,7 @@ absl::Status ModelRunner::SampleFromDeviceLogits(absl::Span<const ScheduledSeque
   std::vector<int64_t> host_rows;
   for (int64_t r = 0; r < rows; ++r) {
     if (!on_backend[r]) {
-      host_rows.push_back(r);
+      if (!no_token[r]) host_rows.push_back(r);
       continue;
     }
     params[r] = BackendSampleParams(*sampled[r]);

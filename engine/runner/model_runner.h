@@ -124,12 +124,15 @@ class ModelRunner {
 
   // Runs Forward and samples every sequence with sample = true; scores the prompt
   // tokens of every sequence with prompt_logprob_targets into the result's
-  // prompt_logprobs (the sampling rank; others return none).
+  // prompt_logprobs (the sampling rank; others return none). Deferred token masks
+  // (iteration.h) are made once the forward pass is started, before the draw; a row
+  // whose mask allows nothing draws token -1.
   absl::StatusOr<IterationResult> Execute(const IterationPlan& plan);
 
   // With tracing on, Execute times its steps into IterationResult::spans: "recv" and
   // "send" (activations between stages), "layers" (this rank's layers, with one nested
-  // "all-reduce" per tensor-parallel reduction), "lm-head" and "sample".
+  // "all-reduce" per tensor-parallel reduction), "lm-head", "masks" (deferred token masks
+  // made) and "sample".
   void set_tracing(bool on) { tracing_ = on; }
 
   // Rows Execute has drawn with Backend::SampleRows so far (the rest went to the host).
@@ -154,10 +157,17 @@ class ModelRunner {
   absl::Status LmHead(const Tensor& x, const int32_t* rows_dev, int64_t num_rows,
                       float* host_logits);
   // Draws the sampled rows whose logits Forward left in logits_: those that
-  // `on_backend` marks with Backend::SampleRows, the others on the host.
+  // `on_backend` marks with Backend::SampleRows, the others on the host, except those
+  // marked `no_token` (left for the caller).
   absl::Status SampleFromDeviceLogits(absl::Span<const ScheduledSequence* const> sampled,
                                       const std::vector<bool>& on_backend,
+                                      const std::vector<bool>& no_token,
                                       std::vector<SampledToken>* tokens);
+  // Points every row of `sampled` that carries a deferred mask at a copy in `made` with
+  // the mask made (on the sampler pool). InvalidArgument: a mask wider than the
+  // vocabulary.
+  absl::Status MakeDeferredMasks(std::vector<const ScheduledSequence*>& sampled,
+                                 std::vector<ScheduledSequence>& made);
   // Scores the plan's prompt logprob rows (device row indices `rows_dev`, in plan order)
   // into `out`, one SequencePromptLogprobs per sequence that asked.
   absl::Status ScorePrompts(const IterationPlan& plan, const Tensor& x, const int32_t* rows_dev,

@@ -251,6 +251,24 @@ bool SamplesOnBackend(const ScheduledSequence& seq, const SamplingCaps& caps, in
   return k <= caps.max_top_k;
 }
 
+bool AllowsNoToken(const ScheduledSequence& seq, int32_t vocab) {
+  const std::vector<uint32_t>& mask = seq.allowed_token_mask;
+  if (mask.empty()) return false;
+  const size_t words = std::min(mask.size(), (static_cast<size_t>(vocab) + 31) / 32);
+  for (size_t w = 0; w < words; ++w) {
+    uint32_t bits = mask[w];
+    if (w + 1 == words && words * 32 > static_cast<size_t>(vocab)) {
+      bits &= (1u << (vocab % 32)) - 1;  // ids past the vocabulary
+    }
+    if (bits == 0) continue;
+    for (int32_t t : seq.banned_token_ids) {
+      if (t >= 0 && static_cast<size_t>(t) / 32 == w) bits &= ~(1u << (t % 32));
+    }
+    if (bits != 0) return false;
+  }
+  return true;
+}
+
 void AppendBackendSampleMask(const ScheduledSequence& seq, int32_t vocab,
                              std::vector<uint32_t>* masks) {
   const size_t words = (static_cast<size_t>(vocab) + 31) / 32;

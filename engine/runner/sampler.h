@@ -55,6 +55,10 @@ inline bool NeedsBackendMask(const ScheduledSequence& seq) {
   return !seq.allowed_token_mask.empty() || !seq.banned_token_ids.empty();
 }
 
+// Whether `seq` has a token mask that allows no token of a `vocab`-token vocabulary
+// once its bans are applied: the row draws nothing (SampledToken::token_id -1).
+bool AllowsNoToken(const ScheduledSequence& seq, int32_t vocab);
+
 // Appends `seq`'s token mask for Backend::SampleRows to `masks`: ceil(vocab / 32)
 // words allowing what SampleToken allows (the guide's mask, or every token, less the
 // banned ones).

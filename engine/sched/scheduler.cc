@@ -4,16 +4,35 @@
 #include <cassert>
 
 #include "absl/strings/str_cat.h"
-#include "engine/common/cpu_limit.h"
 #include "engine/common/status_macros.h"
 #include "engine/sched/request_limits.h"
 
 namespace orca {
 namespace {
 
-bool IsEmptyMask(const std::vector<uint32_t>& mask) {
-  return std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; });
-}
+// A guided request's mask at the state its output has reached, made when the rank that
+// samples asks (after the forward pass is started): the guide's mask, and the stop
+// tokens where the output already matches.
+class GuideTokenMask : public DeferredTokenMask {
+ public:
+  GuideTokenMask(std::shared_ptr<const TokenGuide> guide, int32_t state,
+                 std::vector<int32_t> stop_token_ids)
+      : guide_(std::move(guide)), state_(state), stop_token_ids_(std::move(stop_token_ids)) {}
+
+  std::vector<uint32_t> Make() const override {
+    std::vector<uint32_t> mask = *guide_->Mask(state_);
+    for (int32_t t : stop_token_ids_) {
+      if (t < 0 || static_cast<size_t>(t) / 32 >= mask.size()) continue;
+      mask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
+    }
+    return mask;
+  }
+
+ private:
+  const std::shared_ptr<const TokenGuide> guide_;
+  const int32_t state_;
+  const std::vector<int32_t> stop_token_ids_;
+};
 
 }  // namespace
 
@@ -237,14 +256,10 @@ void IterationScheduler::AddToBatch(Request& r, int32_t n, ScheduledBatch& batch
     s.banned_token_ids = r.stop_token_ids;
   }
   if (s.sample && r.guide) {
-    s.allowed_token_mask = *r.guide->Mask(r.guide_state);
     // Stop tokens end the output where it already matches.
-    if (r.guide->accepting(r.guide_state)) {
-      for (int32_t t : r.stop_token_ids) {
-        if (t < 0 || static_cast<size_t>(t) / 32 >= s.allowed_token_mask.size()) continue;
-        s.allowed_token_mask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
-      }
-    }
+    s.deferred_mask = std::make_shared<GuideTokenMask>(
+        r.guide, r.guide_state,
+        r.guide->accepting(r.guide_state) ? r.stop_token_ids : std::vector<int32_t>{});
   }
   if (r.wants_prompt_logprobs()) {
     // Row p of the chunk predicts the token at p + 1: score the prompt positions of
@@ -414,36 +429,11 @@ ScheduledBatch IterationScheduler::Schedule() {
   return batch;
 }
 
-void IterationScheduler::PrefetchGuideMasks(const IterationResult& result) {
-  // A grammar's states are rarely revisited, and one mask is a trie walk (~0.2 ms over a
-  // 32,000-token vocabulary): one after another for 32 guided sequences they took longer
-  // than a GPU's whole iteration. TokenGuide::Mask is thread-safe and walks unlocked.
-  std::vector<std::pair<const TokenGuide*, int32_t>> wanted;
-  for (const SampledToken& t : result.tokens) {
-    const Request* r = Get(t.seq_id);
-    if (r == nullptr || !r->guide || r->finished()) continue;
-    if (std::find(r->stop_token_ids.begin(), r->stop_token_ids.end(), t.token_id) !=
-        r->stop_token_ids.end()) {
-      continue;
-    }
-    const int32_t next = r->guide->Next(r->guide_state, t.token_id);
-    if (next != TokenGuide::kDead && !r->guide->complete(next)) {
-      wanted.emplace_back(r->guide.get(), next);
-    }
-  }
-  if (wanted.size() < 2) return;  // the loop in Update makes one as fast
-  if (guide_pool_ == nullptr) guide_pool_ = std::make_unique<ThreadPool>(AvailableCpus());
-  guide_pool_->ParallelFor(static_cast<int64_t>(wanted.size()), [&](int64_t i) {
-    (void)wanted[static_cast<size_t>(i)].first->Mask(wanted[static_cast<size_t>(i)].second);
-  });
-}
-
 std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batch,
                                                       const IterationResult& result) {
   std::vector<RequestUpdate> updates;
   if (batch.empty()) return updates;
   --inflight_batches_;
-  PrefetchGuideMasks(result);
   size_t k = 0, kp = 0;
   for (const ScheduledSequence& s : batch.plan.seqs) {
     const SampledToken* sample = nullptr;
@@ -484,7 +474,11 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
       updates.push_back(std::move(u));
       continue;
     }
-    if (lost) {  // the rank's result lacks what the plan asked for
+    // Lost: the rank's result lacks what the plan asked for. No token: the row's token
+    // mask allowed nothing: its guide's state needs what the vocabulary cannot spell and
+    // has no match a stop token could end; the request fails rather than sampling
+    // outside the pattern.
+    if (lost || sample->token_id < 0) {
       u.finished = true;
       u.finish_reason = FinishReason::kError;
       FinishRequest(*r, FinishReason::kError);
@@ -497,17 +491,14 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
     const bool is_stop = std::find(r->stop_token_ids.begin(), r->stop_token_ids.end(),
                                    sample->token_id) != r->stop_token_ids.end();
     const int32_t generated = static_cast<int32_t>(r->output_tokens.size());
-    // Guided decoding: the output ends once it matches and nothing more may follow; a
-    // state with no allowed token and no match (the vocabulary cannot spell what the
-    // pattern needs next) fails the request rather than sampling outside the pattern.
+    // Guided decoding: the output ends once it matches and nothing more may follow
+    // (where it matches, a stop token may still end it). The next state's mask is made
+    // by the next plan's sampling rank, not here (DeferredTokenMask).
     bool guide_done = false, guide_stuck = false;
     if (r->guide && !is_stop) {
       r->guide_state = r->guide->Next(r->guide_state, sample->token_id);
       guide_done = r->guide_state != TokenGuide::kDead && r->guide->complete(r->guide_state);
-      // (Where the output matches, a stop token may still end it.)
-      guide_stuck = r->guide_state == TokenGuide::kDead ||
-                    (!guide_done && IsEmptyMask(*r->guide->Mask(r->guide_state)) &&
-                     (!r->guide->accepting(r->guide_state) || r->stop_token_ids.empty()));
+      guide_stuck = r->guide_state == TokenGuide::kDead;  // a token the mask refused
     }
     if (guide_stuck) {
       u.finish_reason = FinishReason::kError;

@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/common/thread_pool.h"
 #include "engine/config/engine_config.h"
 #include "engine/kv/kv_block_pool.h"
 #include "engine/runner/iteration.h"
@@ -144,9 +143,6 @@ class IterationScheduler {
   void AddRowOfCompleted(Request& r, ScheduledBatch& batch);
   void ReleaseIfIdle(Request& r);
   Request* Get(uint64_t id);
-  // Computes, on every core at once, the token masks of the guide states `result`'s
-  // tokens lead to, so that Update and the next plan find them made.
-  void PrefetchGuideMasks(const IterationResult& result);
 
   SchedulerConfig config_;
   KvBlockPool* pool_;
@@ -162,7 +158,6 @@ class IterationScheduler {
   int32_t inflight_batches_ = 0;
   int64_t num_preemptions_ = 0;
   int64_t prefix_hit_tokens_ = 0;
-  std::unique_ptr<ThreadPool> guide_pool_;  // made when an iteration first needs two masks
 };
 
 }  // namespace orca

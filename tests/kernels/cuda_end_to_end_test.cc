@@ -4,7 +4,10 @@
 // iterations replayed from CUDA graphs equal those issued op by op.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <iostream>
+#include <memory>
 
 #include <set>
 
@@ -243,6 +246,69 @@ TEST(CudaEndToEndTest, Stories260KDeviceSamplingEqualsHostSampling) {
     EXPECT_EQ(got[7][k].token_id % 2, 0) << "step " << k;
     for (int32_t banned : seqs[8].banned_token_ids) EXPECT_NE(got[8][k].token_id, banned);
   }
+}
+
+// A guided row's mask as the scheduler leaves it (deferred): records, each time it is
+// made, whether the device still had the iteration's work queued.
+class StreamWatchingMask : public DeferredTokenMask {
+ public:
+  StreamWatchingMask(cudaStream_t stream, std::vector<uint32_t> mask)
+      : stream_(stream), mask_(std::move(mask)) {}
+  std::vector<uint32_t> Make() const override {
+    made_.fetch_add(1);
+    if (cudaStreamQuery(stream_) == cudaErrorNotReady) busy_.fetch_add(1);
+    return mask_;
+  }
+  int made() const { return made_.load(); }
+  int busy() const { return busy_.load(); }
+
+ private:
+  const cudaStream_t stream_;
+  const std::vector<uint32_t> mask_;
+  mutable std::atomic<int> made_{0}, busy_{0};
+};
+
+// Deferred masks are made while the device computes the logits (the host's work on a
+// grammar's masks and the forward pass overlap), and the rows draw what they draw with
+// the masks given in the plan, on the device and on the host.
+TEST(CudaEndToEndTest, Stories260KDeferredMasksAreMadeWhileTheDeviceComputes) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  ORCA_REQUIRE_GPU();
+  constexpr int32_t kSteps = 12;
+  GpuModel gpu = LoadOnGpu(dir);
+  ASSERT_NE(gpu.runner, nullptr);
+  const cudaStream_t stream = static_cast<CudaBackend*>(gpu.backend.get())->stream();
+  std::vector<ScheduledSequence> given(4), deferred;
+  std::vector<std::shared_ptr<const StreamWatchingMask>> masks;
+  for (size_t i = 0; i < given.size(); ++i) {
+    given[i].sampling.temperature = i % 2 == 0 ? 0.0f : 1.0f;
+    given[i].sampling.seed = 99 + i;
+    if (i == 3) given[i].sampling.logprobs = 25;  // drawn on the host
+    given[i].allowed_token_mask.assign(16, i % 2 == 0 ? 0x55555555u : 0x0f0f0f0fu);
+    ScheduledSequence d = given[i];
+    masks.push_back(std::make_shared<const StreamWatchingMask>(stream, d.allowed_token_mask));
+    d.allowed_token_mask.clear();
+    d.deferred_mask = masks.back();
+    deferred.push_back(std::move(d));
+  }
+  const auto want = DecodeTogether(*gpu.runner, given, kSteps);
+  const auto got = DecodeTogether(*gpu.runner, deferred, kSteps);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("sequence ", i));
+    EXPECT_EQ(masks[i]->made(), kSteps);
+    for (int32_t k = 0; k < kSteps; ++k) {
+      ASSERT_EQ(got[i][k].token_id, want[i][k].token_id) << "step " << k;
+      const int32_t t = got[i][k].token_id;
+      EXPECT_TRUE((given[i].allowed_token_mask[t / 32] >> (t % 32)) & 1) << "step " << k;
+    }
+  }
+  int busy = 0;
+  for (const auto& m : masks) busy += m->busy();
+  std::cout << "[ masks ] " << busy << " of " << 4 * kSteps << " made while the device computed\n";
+  // (Each iteration's masks are made right after its kernels are queued; a few may find
+  // a fast device done already.)
+  EXPECT_GE(busy, kSteps) << "of " << 4 * kSteps << " masks, made while the device computed";
 }
 
 // Decode-only iterations run from graphs (one per batch-size bucket and context class,

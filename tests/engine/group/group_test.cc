@@ -47,7 +47,8 @@ constexpr int32_t kNumKvBlocks = 256;
 constexpr int32_t kBlockSize = 16;
 
 // Requests run concurrently: different prompt lengths (one longer than two KV blocks, so
-// its prefix is cached) and lengths.
+// its prefix is cached) and lengths, one guided (its masks made where the plan is
+// executed, or by the group's executor before it sends the plan).
 const std::vector<TestRequest>& Requests() {
   static const auto* r = new std::vector<TestRequest>{
       {"Once upon a time", 20},
@@ -56,6 +57,7 @@ const std::vector<TestRequest>& Requests() {
        24},
       {"Tom", 16},
       {"Lily and Ben were friends. They liked to play", 20},
+      {"Tom had a", 18, "( [a-z]+[,.])+"},
   };
   return *r;
 }
@@ -165,6 +167,13 @@ TEST_P(GroupLayoutTest, EngineOverGroupMatchesLocalEngine) {
             << " requests in " << absl::ToDoubleMilliseconds(absl::Now() - t1) << " ms\n";
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i], local[i]) << "request " << i << " (" << Requests()[i].prompt << ")";
+    if (Requests()[i].guided_regex.empty()) continue;
+    // (Both followed the pattern: neither dropped the masks.)
+    auto guide = (*engine)->Guide(Requests()[i].guided_regex, GuideSyntax::kRegex);
+    ASSERT_TRUE(guide.ok()) << guide.status();
+    int32_t state = (*guide)->start();
+    for (int32_t t : got[i]) state = (*guide)->Next(state, t);
+    EXPECT_NE(state, TokenGuide::kDead) << "request " << i << " left its pattern";
   }
   // Every rank executed every plan the engine completed (counters settle once the last
   // result is in; a stage may finish its part of a plan after the last stage returns).

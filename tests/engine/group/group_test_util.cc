@@ -30,6 +30,12 @@ std::shared_ptr<RequestStream> SubmitGreedy(Engine& engine, const TestRequest& r
   p.max_tokens = r.max_tokens;
   p.ignore_eos = true;
   p.sampling.temperature = 0;
+  if (!r.guided_regex.empty()) {
+    auto guide = engine.Guide(r.guided_regex, GuideSyntax::kRegex);
+    EXPECT_TRUE(guide.ok()) << guide.status();
+    if (!guide.ok()) return nullptr;
+    p.guide = *guide;
+  }
   auto s = engine.Submit(std::move(p));
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *s : nullptr;

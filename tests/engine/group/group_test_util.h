@@ -22,6 +22,7 @@ namespace orca::testing {
 struct TestRequest {
   std::string prompt;
   int32_t max_tokens;
+  std::string guided_regex = "";  // "": unguided (a pattern must outlast max_tokens)
 };
 
 // What a request's stream delivered.

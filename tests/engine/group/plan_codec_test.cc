@@ -143,6 +143,37 @@ TEST(PlanDeltaTest, EveryPlanOfAChurningSchedulerDecodesExactly) {
   }
 }
 
+// A token mask the scheduler left unmade (iteration.h): the ranks hold no guides, so
+// it is made when the plan is encoded and arrives made, whole or as a delta.
+TEST(PlanDeltaTest, DeferredMasksTravelMade) {
+  class FixedMask : public DeferredTokenMask {
+   public:
+    std::vector<uint32_t> Make() const override { return {0x5u, 0x0u, 0x80000000u}; }
+  };
+  IterationPlan plan;
+  plan.iteration = 1;
+  ScheduledSequence s;
+  s.seq_id = 4;
+  s.token_ids = {7, 8};
+  s.block_table = {3};
+  s.sample = true;
+  s.deferred_mask = std::make_shared<FixedMask>();
+  plan.seqs.push_back(s);
+  IterationPlan made = plan;
+  made.seqs[0].deferred_mask = nullptr;
+  made.seqs[0].allowed_token_mask = {0x5u, 0x0u, 0x80000000u};
+  v1::IterationPlan whole;
+  ToProto(plan, &whole);
+  EXPECT_EQ(FromProto(ThroughTheWire(whole)), made);
+  PlanEncoder encoder;
+  PlanDecoder decoder;
+  v1::IterationPlan delta;
+  encoder.Encode(plan, &delta);
+  absl::StatusOr<IterationPlan> back = decoder.Decode(ThroughTheWire(delta));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, made);
+}
+
 ScheduledSequence Decoding(uint64_t id, int32_t pos, std::vector<int32_t> blocks) {
   ScheduledSequence s;
   s.seq_id = id;

@@ -4,7 +4,9 @@
 // sequence alone, with logits within 1e-4.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <memory>
 
 #include "engine/runner/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -177,6 +179,93 @@ TEST(SelectiveBatchingTest, ParallelSamplingEqualsSerial) {
     EXPECT_EQ(result->tokens[i].token_id, serial[i].token_id) << "row " << i;
     EXPECT_EQ(result->tokens[i].top_logprobs, serial[i].top_logprobs) << "row " << i;
   }
+  for (BlockTable& t : tables) t.Release(pool);
+}
+
+// A deferred mask as a scheduler leaves it (iteration.h): counts how often it is made.
+class CountedMask : public DeferredTokenMask {
+ public:
+  explicit CountedMask(std::vector<uint32_t> mask) : mask_(std::move(mask)) {}
+  std::vector<uint32_t> Make() const override {
+    made_.fetch_add(1);
+    return mask_;
+  }
+  int made() const { return made_.load(); }
+
+ private:
+  const std::vector<uint32_t> mask_;
+  mutable std::atomic<int> made_{0};
+};
+
+// Execute makes each deferred mask once and draws as if the plan had carried it; a row
+// whose mask allows nothing (or only banned tokens) draws no token, and the rows beside
+// it draw as they would alone.
+TEST(SelectiveBatchingTest, DeferredMasksAreMadeOnceAndDrawnAsGiven) {
+  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+  auto tok = Tokenizer::FromDirectory(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto m = orca::testing::LoadModel(dir, /*num_blocks=*/256, /*block_size=*/16,
+                                    /*sampler_threads=*/3);
+  ASSERT_NE(m.runner, nullptr);
+  ModelRunner& runner = *m.runner;
+  const int32_t vocab = runner.config().vocab_size;
+  const size_t words = (static_cast<size_t>(vocab) + 31) / 32;
+  KvBlockPool pool(runner.num_kv_blocks(), runner.block_size());
+  const std::vector<std::string> prompts = {"Once upon a time", "Tom", "The sun was hot"};
+  IterationPlan given, deferred;
+  std::vector<std::shared_ptr<const CountedMask>> masks;
+  std::vector<BlockTable> tables(9);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    std::vector<int32_t> tokens = (*tok)->Encode(prompts[i % prompts.size()], true);
+    ScheduledSequence s = orca::testing::NextChunk(
+        300 + i, tokens, 0, static_cast<int32_t>(tokens.size()), tables[i], pool);
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    s.sampling.temperature = i % 2 == 0 ? 0.0f : 0.8f;
+    s.sampling.seed = 5 + i;
+    std::vector<uint32_t> mask;
+    if (i % 3 == 1) {  // every third token from 3 * i on
+      mask.assign(words, 0u);
+      for (int32_t t = static_cast<int32_t>(3 * i); t < vocab; t += 3)
+        mask[t / 32] |= 1u << (t % 32);
+    } else if (i == 5) {  // nothing
+      mask.assign(words, 0u);
+    } else if (i == 6) {  // only token 7, banned
+      mask.assign(words, 0u);
+      mask[0] = 1u << 7;
+      s.banned_token_ids = {7};
+    }
+    ScheduledSequence d = s;
+    s.allowed_token_mask = mask;
+    if (!mask.empty()) {
+      masks.push_back(std::make_shared<const CountedMask>(mask));
+      d.deferred_mask = masks.back();
+    }
+    given.seqs.push_back(std::move(s));
+    deferred.seqs.push_back(std::move(d));
+  }
+  auto expected = runner.Execute(given);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto result = runner.Execute(deferred);  // the same slots again: the same logits
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const auto& mask : masks) EXPECT_EQ(mask->made(), 1);
+  ASSERT_EQ(result->tokens.size(), given.seqs.size());
+  for (size_t i = 0; i < given.seqs.size(); ++i) {
+    EXPECT_EQ(result->tokens[i].seq_id, given.seqs[i].seq_id) << "row " << i;
+    EXPECT_EQ(result->tokens[i].token_id, expected->tokens[i].token_id) << "row " << i;
+    if (i == 5 || i == 6) {
+      EXPECT_EQ(result->tokens[i].token_id, -1) << "row " << i;
+    } else {
+      EXPECT_GE(result->tokens[i].token_id, 0) << "row " << i;
+    }
+    if (i % 3 == 1) {
+      EXPECT_EQ(result->tokens[i].token_id % 3, 0) << "row " << i;
+    }
+  }
+  // A mask wider than the vocabulary is refused, as one on the wire is.
+  deferred.seqs[0].deferred_mask =
+      std::make_shared<const CountedMask>(std::vector<uint32_t>(words + 1, ~0u));
+  auto wide = runner.Execute(deferred);
+  EXPECT_EQ(wide.status().code(), absl::StatusCode::kInvalidArgument) << wide.status();
   for (BlockTable& t : tables) t.Release(pool);
 }
 

@@ -11,6 +11,8 @@
 #include <set>
 
 #include "engine/guided/byte_dfa.h"
+#include "engine/runner/deferred_masks.h"
+#include "engine/runner/sampler.h"
 
 namespace orca {
 namespace {
@@ -23,7 +25,12 @@ class FakeModel {
   FakeModel(int32_t num_blocks, int32_t block_size)
       : bs_(block_size), kv_(num_blocks * block_size, -1) {}
 
-  IterationResult Execute(const IterationPlan& plan) {
+  IterationResult Execute(const IterationPlan& given) {
+    // Guided rows' masks are made as a sampling rank makes them.
+    IterationPlan plan = given;
+    std::vector<ScheduledSequence*> seqs;
+    for (ScheduledSequence& s : plan.seqs) seqs.push_back(&s);
+    MakeDeferredMasks(absl::MakeSpan(seqs), nullptr);
     IterationResult result;
     for (const ScheduledSequence& s : plan.seqs) {
       for (size_t i = 0; i < s.token_ids.size(); ++i) {
@@ -61,8 +68,12 @@ class FakeModel {
       for (int32_t b : s.banned_token_ids) {
         if (tok.token_id == b) tok.token_id = (tok.token_id + 1) % kVocab;
       }
-      // Guided: the next allowed token from the hash on (the sampler's -inf elsewhere).
-      if (!s.allowed_token_mask.empty()) {
+      // Guided: the next allowed token from the hash on (the sampler's -inf elsewhere);
+      // none where the mask allows nothing, as ModelRunner::Execute draws.
+      if (AllowsNoToken(s, kVocab)) {
+        tok.token_id = -1;
+        ++no_token_rows;
+      } else if (!s.allowed_token_mask.empty()) {
         auto allowed = [&](int32_t t) {
           return static_cast<size_t>(t) / 32 < s.allowed_token_mask.size() &&
                  ((s.allowed_token_mask[t / 32] >> (t % 32)) & 1);
@@ -78,6 +89,7 @@ class FakeModel {
   }
 
   bool score_prompts = true;  // false: a rank that leaves prompt logprobs out
+  int64_t no_token_rows = 0;  // rows whose token mask allowed nothing
 
  private:
   int32_t Slot(const ScheduledSequence& s, int32_t pos) const {
@@ -441,6 +453,44 @@ TEST(SchedulerTest, GuidedRequestsFollowTheirPatternThroughPreemption) {
   const auto reference = run(4000, &roomy);
   EXPECT_EQ(run(16, &squeezed), reference);
   EXPECT_GT(squeezed, 0) << "the workload should force preemptions";
+}
+
+// A guide whose next bytes no token spells: the plan carries its mask unmade (the
+// sampling rank makes it), the row draws no token, and the request fails with the
+// tokens it had, its blocks returned; a request beside it is not disturbed.
+TEST(SchedulerTest, AGuideNoTokenCanContinueFailsItsRequest) {
+  std::vector<std::string> bytes(kVocab);
+  bytes[10] = "a", bytes[11] = "b";  // nothing spells "c"
+  auto vocab = std::make_shared<const TokenVocabulary>(bytes);
+  auto stuck = TokenGuide::Create("ac", vocab);
+  auto fine = TokenGuide::Create("(ab)+", vocab);
+  ASSERT_TRUE(stuck.ok() && fine.ok());
+  SchedulerConfig c;
+  c.max_model_len = 256;
+  Harness h(c, 64);
+  for (uint64_t id : {1, 2}) {
+    auto r = MakeRequest(id, 6, 8);
+    r->stop_token_ids = {kEos};
+    r->guide = id == 1 ? *stuck : *fine;
+    r->guide_state = r->guide->start();
+    ASSERT_TRUE(h.sched.Add(std::move(r)).ok());
+  }
+  const ScheduledBatch first = h.sched.Schedule();
+  ASSERT_EQ(first.plan.seqs.size(), 2u);
+  for (const ScheduledSequence& s : first.plan.seqs) {
+    EXPECT_NE(s.deferred_mask, nullptr) << s.seq_id;
+    EXPECT_TRUE(s.allowed_token_mask.empty()) << s.seq_id;
+  }
+  h.Complete(first);
+  h.RunToCompletion();
+  EXPECT_EQ(h.finished[1], FinishReason::kError);
+  EXPECT_EQ(h.outputs[1], std::vector<int32_t>({10}));  // "a", and no token -1
+  EXPECT_EQ(h.model.no_token_rows, 1);
+  std::string spelled;
+  for (int32_t t : h.outputs[2]) spelled += t == kEos ? "" : bytes[static_cast<size_t>(t)];
+  EXPECT_TRUE(ByteDfa::Compile("(ab)+")->Matches(spelled)) << spelled;
+  EXPECT_NE(h.finished[2], FinishReason::kError);
+  EXPECT_EQ(h.pool.num_free(), h.pool.num_blocks());
 }
 
 TEST(SchedulerTest, ReserveNeverPreemptsOrOvercommits) {
