@@ -36,8 +36,10 @@ class ByteAutomaton {
   }
   // Sets bit t (mask[t / 32] >> (t % 32)) for every token t of `vocab` whose bytes may
   // follow `state`: one walk of the vocabulary's trie that drops every subtree the
-  // automaton cannot continue. The default follows Next (token_guide.cc); an automaton
-  // that makes its states as they are reached walks without making any.
+  // automaton cannot continue (`mask` is first grown to the vocabulary's
+  // ceil(size / 32) words if it is shorter; bits already set stay). The default follows
+  // Next (token_guide.cc); an automaton that makes its states as they are reached walks
+  // without making any.
   virtual void AllowTokens(int32_t state, const TokenVocabulary& vocab,
                            std::vector<uint32_t>& mask) const;
   // Whether the automaton can make no more states (only one that makes them lazily).

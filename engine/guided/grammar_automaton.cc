@@ -666,6 +666,7 @@ class GrammarAutomaton::Walker {
 
 void GrammarAutomaton::AllowTokensByWalk(int32_t state, const TokenVocabulary& vocab,
                                          std::vector<uint32_t>& mask) const {
+  FitMaskTo(vocab, mask);
   Walker w(*this);
   const int32_t from = w.Add(ConfigOf(state));
   if (from == kDead) return;
@@ -760,6 +761,7 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::TopMaskOf(
 
 void GrammarAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
                                    std::vector<uint32_t>& mask) const {
+  FitMaskTo(vocab, mask);
   const Config& config = ConfigOf(state);
   // The state's stacks by their tops (kept in the configuration's order).
   std::vector<std::pair<Stack, Config>> groups;

@@ -117,6 +117,7 @@ absl::StatusOr<std::shared_ptr<const TokenGuide>> TokenGuide::Create(
 
 void ByteAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
                                 std::vector<uint32_t>& mask) const {
+  FitMaskTo(vocab, mask);
   MarkReachableTokens(
       vocab, state, [&](int32_t s, uint8_t byte) { return Next(s, byte); }, mask);
 }

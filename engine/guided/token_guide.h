@@ -70,6 +70,13 @@ class TokenVocabulary {
   uint64_t id_;
 };
 
+// Grows `mask` to `vocab`'s ceil(size / 32) words when it is shorter (what every
+// AllowTokens does first, so that no walk writes past a caller's mask).
+inline void FitMaskTo(const TokenVocabulary& vocab, std::vector<uint32_t>& mask) {
+  const size_t words = (static_cast<size_t>(vocab.size()) + 31) / 32;
+  if (mask.size() < words) mask.resize(words, 0u);
+}
+
 // Sets the mask bit of every token of `vocab` whose bytes lead from `start` through
 // `step(state, byte)` (kDead: no way on) without dying: a depth-first walk of the trie
 // that drops every subtree it cannot continue. What ByteAutomaton::AllowTokens does.

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "engine/backend/cpu/packed_gemm.h"
 #include "engine/backend/cpu/simd.h"
 #include "engine/backend/cpu/vec_exp.h"
@@ -482,7 +483,9 @@ void AttendDecodeHeadsWith(const DecodeHeads<T>& a, float* scores, const DecodeK
   const int kv_heads = (a.num_heads + a.group - 1) / a.group;
   const int rows_elems = a.block_size * d;
   const int ahead = std::max(1, kStreamAheadBytes / (rows_elems * static_cast<int>(sizeof(T))));
-  std::vector<float> most(static_cast<size_t>(a.num_heads), -INFINITY);
+  // per_head[h]: head h's largest score, then the reciprocal of its softmax's sum (no
+  // heap for up to 128 heads: this runs per sequence and run of heads, every layer).
+  absl::InlinedVector<float, 128> per_head(static_cast<size_t>(a.num_heads), -INFINITY);
   const T* rows[64];  // one block's rows of one head (block_size <= 64)
   for (int b = 0; b < blocks; ++b) {
     const int j0 = b * a.block_size, n = std::min(a.block_size, a.kv_len - j0);
@@ -493,15 +496,14 @@ void AttendDecodeHeadsWith(const DecodeHeads<T>& a, float* scores, const DecodeK
       }
       const T* base = a.kblock[b] + g * a.head_stride;
       for (int t = 0; t < n; ++t) rows[t] = base + int64_t{t} * d;
-      float& m = most[static_cast<size_t>(h)];
+      float& m = per_head[static_cast<size_t>(h)];
       m = std::max(m, k.scores(d, n, a.q + int64_t{h} * d, rows, a.scale,
                                scores + int64_t{h} * a.kv_len + j0));
     }
   }
-  std::vector<float> inv(static_cast<size_t>(a.num_heads));
   for (int h = 0; h < a.num_heads; ++h) {
-    inv[static_cast<size_t>(h)] =
-        1.0f / k.exp_sum(scores + int64_t{h} * a.kv_len, a.kv_len, most[static_cast<size_t>(h)]);
+    float& m = per_head[static_cast<size_t>(h)];
+    m = 1.0f / k.exp_sum(scores + int64_t{h} * a.kv_len, a.kv_len, m);
   }
   std::fill(a.out, a.out + int64_t{a.num_heads} * d, 0.0f);
   for (int b = 0; b < blocks; ++b) {
@@ -517,7 +519,7 @@ void AttendDecodeHeadsWith(const DecodeHeads<T>& a, float* scores, const DecodeK
   }
   for (int h = 0; h < a.num_heads; ++h) {
     float* o = a.out + int64_t{h} * d;
-    for (int c = 0; c < d; ++c) o[c] *= inv[static_cast<size_t>(h)];
+    for (int c = 0; c < d; ++c) o[c] *= per_head[static_cast<size_t>(h)];
   }
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "engine/guided/byte_dfa.h"
+#include "engine/guided/grammar_automaton.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {
@@ -137,6 +138,32 @@ TEST(TokenGuideTest, GrammarMasksEqualACountingCheckOfEveryToken) {
     }
   }
   EXPECT_GE(max_depth, 10);
+}
+
+// AllowTokens grows a mask shorter than the vocabulary (an empty one included) before it
+// walks, for a pattern and a grammar, both ways a grammar makes masks.
+TEST(TokenGuideTest, AllowTokensFitsAShortMaskToTheVocabulary) {
+  auto tok = LoadTokenizer();
+  ASSERT_NE(tok, nullptr);
+  auto vocab = TokenVocabulary::FromTokenizer(*tok);
+  const size_t words = (static_cast<size_t>(vocab->size()) + 31) / 32;
+  auto dfa = ByteDfa::Compile("( [a-z]+)+");
+  auto grammar = GrammarAutomaton::Compile("root ::= (\" \" [a-z]+ \",\"?)+");
+  ASSERT_TRUE(dfa.ok() && grammar.ok());
+  auto check = [&](auto allow, const char* what) {
+    std::vector<uint32_t> full(words, 0u), empty, shorter(3, 0u);
+    allow(full);
+    allow(empty);
+    allow(shorter);
+    EXPECT_NE(std::count(full.begin(), full.end(), 0u), static_cast<ptrdiff_t>(words)) << what;
+    EXPECT_EQ(empty, full) << what;
+    EXPECT_EQ(shorter, full) << what;
+  };
+  check([&](std::vector<uint32_t>& m) { dfa->AllowTokens(dfa->start(), *vocab, m); }, "regex");
+  const GrammarAutomaton& g = **grammar;
+  check([&](std::vector<uint32_t>& m) { g.AllowTokens(g.start(), *vocab, m); }, "grammar");
+  check([&](std::vector<uint32_t>& m) { g.AllowTokensByWalk(g.start(), *vocab, m); },
+        "grammar, walked");
 }
 
 TEST(TokenGuideTest, CacheCompilesOncePerPatternAndReportsErrors) {
