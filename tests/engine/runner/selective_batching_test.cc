@@ -133,26 +133,55 @@ TEST(SelectiveBatchingTest, BatchedEqualsAlone) {
   }
 }
 
+// `n` whole prompts (taken in turn from `prompts`), each one prefill chunk that samples,
+// sequence ids from `first_id`; `tables` gets their blocks from `pool`.
+std::vector<ScheduledSequence> WholePrompts(const Tokenizer& tok,
+                                            const std::vector<std::string>& prompts, size_t n,
+                                            uint64_t first_id, KvBlockPool& pool,
+                                            std::vector<BlockTable>& tables) {
+  tables.resize(n);
+  std::vector<ScheduledSequence> seqs;
+  for (size_t i = 0; i < n; ++i) {
+    const std::vector<int32_t> tokens = tok.Encode(prompts[i % prompts.size()], true);
+    seqs.push_back(orca::testing::NextChunk(first_id + i, tokens, 0,
+                                            static_cast<int32_t>(tokens.size()), tables[i], pool));
+  }
+  return seqs;
+}
+
+// stories260K on a runner that samples on three threads (sampler_threads).
+class SampledRowsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
+    auto tok = Tokenizer::FromDirectory(dir);
+    ASSERT_TRUE(tok.ok()) << tok.status();
+    tok_ = std::move(*tok);
+    model_ = orca::testing::LoadModel(dir, /*num_blocks=*/256, /*block_size=*/16,
+                                      /*sampler_threads=*/3);
+    ASSERT_NE(model_.runner, nullptr);
+  }
+  const Tokenizer& tok() const { return *tok_; }
+  ModelRunner& runner() { return *model_.runner; }
+
+ private:
+  std::unique_ptr<Tokenizer> tok_;
+  orca::testing::LoadedModel model_;
+};
+
 // Execute samples an iteration's rows on several threads (sampler_threads): every row
 // gets the token the sampler draws from that row's logits, in plan order.
-TEST(SelectiveBatchingTest, ParallelSamplingEqualsSerial) {
-  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
-  auto tok = Tokenizer::FromDirectory(dir);
-  ASSERT_TRUE(tok.ok()) << tok.status();
-  auto m = orca::testing::LoadModel(dir, /*num_blocks=*/256, /*block_size=*/16,
-                                    /*sampler_threads=*/3);
-  ASSERT_NE(m.runner, nullptr);
-  ModelRunner& runner = *m.runner;
+TEST_F(SampledRowsTest, ParallelSamplingEqualsSerial) {
+  ModelRunner& runner = this->runner();
   KvBlockPool pool(runner.num_kv_blocks(), runner.block_size());
   const std::vector<std::string> prompts = {"Once upon a time", "Tom", "The sun was hot",
                                             "Lily and Ben were friends", "A cat sat"};
   IterationPlan plan;
-  std::vector<BlockTable> tables(prompts.size() * 3);
-  for (size_t i = 0; i < tables.size(); ++i) {
-    std::vector<int32_t> tokens = (*tok)->Encode(prompts[i % prompts.size()], true);
-    ScheduledSequence s = orca::testing::NextChunk(
-        200 + i, tokens, 0, static_cast<int32_t>(tokens.size()), tables[i], pool);
-    ASSERT_FALSE(::testing::Test::HasFailure());
+  std::vector<BlockTable> tables;
+  plan.seqs = WholePrompts(tok(), prompts, prompts.size() * 3, 200, pool, tables);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    ScheduledSequence& s = plan.seqs[i];
     s.sampling.temperature = 0.5f + 0.25f * static_cast<float>(i % 4);
     s.sampling.top_k = i % 3 == 0 ? 0 : 40;
     s.sampling.top_p = i % 2 == 0 ? 1.0f : 0.9f;
@@ -160,7 +189,6 @@ TEST(SelectiveBatchingTest, ParallelSamplingEqualsSerial) {
     s.sampling.logprobs = i % 5 == 0 ? 2 : -1;
     s.output_index = static_cast<int32_t>(i);
     if (i == 4) s.sample = false;  // a prefill chunk that does not sample
-    plan.seqs.push_back(std::move(s));
   }
   auto logits = runner.Forward(plan);
   ASSERT_TRUE(logits.ok()) << logits.status();
@@ -200,26 +228,19 @@ class CountedMask : public DeferredTokenMask {
 // Execute makes each deferred mask once and draws as if the plan had carried it; a row
 // whose mask allows nothing (or only banned tokens) draws no token, and the rows beside
 // it draw as they would alone.
-TEST(SelectiveBatchingTest, DeferredMasksAreMadeOnceAndDrawnAsGiven) {
-  ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
-  auto tok = Tokenizer::FromDirectory(dir);
-  ASSERT_TRUE(tok.ok()) << tok.status();
-  auto m = orca::testing::LoadModel(dir, /*num_blocks=*/256, /*block_size=*/16,
-                                    /*sampler_threads=*/3);
-  ASSERT_NE(m.runner, nullptr);
-  ModelRunner& runner = *m.runner;
+TEST_F(SampledRowsTest, DeferredMasksAreMadeOnceAndDrawnAsGiven) {
+  ModelRunner& runner = this->runner();
   const int32_t vocab = runner.config().vocab_size;
   const size_t words = (static_cast<size_t>(vocab) + 31) / 32;
   KvBlockPool pool(runner.num_kv_blocks(), runner.block_size());
   const std::vector<std::string> prompts = {"Once upon a time", "Tom", "The sun was hot"};
   IterationPlan given, deferred;
   std::vector<std::shared_ptr<const CountedMask>> masks;
-  std::vector<BlockTable> tables(9);
-  for (size_t i = 0; i < tables.size(); ++i) {
-    std::vector<int32_t> tokens = (*tok)->Encode(prompts[i % prompts.size()], true);
-    ScheduledSequence s = orca::testing::NextChunk(
-        300 + i, tokens, 0, static_cast<int32_t>(tokens.size()), tables[i], pool);
-    ASSERT_FALSE(::testing::Test::HasFailure());
+  std::vector<BlockTable> tables;
+  std::vector<ScheduledSequence> seqs = WholePrompts(tok(), prompts, 9, 300, pool, tables);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    ScheduledSequence& s = seqs[i];
     s.sampling.temperature = i % 2 == 0 ? 0.0f : 0.8f;
     s.sampling.seed = 5 + i;
     std::vector<uint32_t> mask;
