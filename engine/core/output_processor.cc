@@ -99,6 +99,7 @@ FinishReason OutputProcessor::Apply(const RequestUpdate& u, double now) {
   if (finished) {
     ev.finished = true;
     ev.finish_reason = reason;
+    if (reason == FinishReason::kError) ev.status = u.error;
     live.done = true;
     live.reason = reason;
   }

@@ -481,6 +481,12 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
     if (lost || sample->token_id < 0) {
       u.finished = true;
       u.finish_reason = FinishReason::kError;
+      if (!lost) {
+        u.error = absl::InvalidArgumentError(absl::StrCat(
+            "guided decoding: after ", r->output_tokens.size(),
+            " output tokens the pattern needs text that no token of this model's vocabulary "
+            "begins, and the output so far cannot end there"));
+      }
       FinishRequest(*r, FinishReason::kError);
       updates.push_back(std::move(u));
       continue;
@@ -502,6 +508,8 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
     }
     if (guide_stuck) {
       u.finish_reason = FinishReason::kError;
+      u.error = absl::InternalError(absl::StrCat("guided decoding: token ", sample->token_id,
+                                                 " was sampled outside the pattern"));
     } else if ((is_stop && generated > r->min_tokens - 1) || guide_done) {
       u.finish_reason = FinishReason::kStop;
     } else if (generated >= r->max_tokens || r->num_tokens() >= config_.max_model_len) {

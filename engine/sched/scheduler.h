@@ -80,6 +80,9 @@ struct RequestUpdate {
   // stays running until its whole batch is complete; TakeFinished() returns it then.
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
+  // With finish_reason kError: why, for the client (OK: an internal failure, reported
+  // as "generation failed").
+  absl::Status error;
 };
 
 class IterationScheduler {

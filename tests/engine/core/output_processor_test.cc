@@ -100,5 +100,26 @@ TEST_F(OutputProcessorTest, FailGivesACompletedRequestItsResponseAndOthersTheErr
   EXPECT_TRUE(absl::IsUnavailable(r.back().status));
 }
 
+// A request the scheduler failed with a reason (a guide no token can continue) ends its
+// stream with that reason, after the tokens it had.
+TEST_F(OutputProcessorTest, AFailedUpdateCarriesItsReasonToTheStream) {
+  OutputProcessor p(*tokenizer_, /*hold_responses=*/false);
+  auto stream = p.Add(3, OutputOptions{});
+  const int32_t a = Encode(" a")[0];
+  p.Apply(Token(3, a), 1.0);
+  RequestUpdate failed;
+  failed.request_id = 3;
+  failed.finished = true;
+  failed.finish_reason = FinishReason::kError;
+  failed.error = absl::InvalidArgumentError("guided decoding: stuck");
+  p.Apply(failed, 2.0);
+  const auto events = Drain(*stream);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].token_ids, std::vector<int32_t>{a});
+  EXPECT_TRUE(events.back().finished);
+  EXPECT_EQ(events.back().finish_reason, FinishReason::kError);
+  EXPECT_EQ(events.back().status, failed.error);
+}
+
 }  // namespace
 }  // namespace orca

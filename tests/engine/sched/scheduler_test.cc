@@ -131,7 +131,10 @@ struct Harness {
       for (int32_t t : u.new_tokens) outputs[u.request_id].push_back(t);
       auto& scores = prompt_scores[u.request_id];
       scores.insert(scores.end(), u.prompt_logprobs.begin(), u.prompt_logprobs.end());
-      if (u.finished) finished[u.request_id] = u.finish_reason;
+      if (u.finished) {
+        finished[u.request_id] = u.finish_reason;
+        errors[u.request_id] = u.error;
+      }
     }
     return updates;
   }
@@ -147,6 +150,7 @@ struct Harness {
   std::map<uint64_t, std::vector<int32_t>> outputs;
   std::map<uint64_t, std::vector<PromptLogprob>> prompt_scores;
   std::map<uint64_t, FinishReason> finished;
+  std::map<uint64_t, absl::Status> errors;  // of finished requests
 };
 
 // Expects `scores` to be the fake's scores of prompt positions 1 .. P-1 of `prompt`,
@@ -484,6 +488,9 @@ TEST(SchedulerTest, AGuideNoTokenCanContinueFailsItsRequest) {
   h.Complete(first);
   h.RunToCompletion();
   EXPECT_EQ(h.finished[1], FinishReason::kError);
+  EXPECT_EQ(h.errors[1].code(), absl::StatusCode::kInvalidArgument) << h.errors[1];
+  EXPECT_NE(h.errors[1].message().find("guided decoding: after 1 output tokens"), std::string::npos)
+      << h.errors[1];
   EXPECT_EQ(h.outputs[1], std::vector<int32_t>({10}));  // "a", and no token -1
   EXPECT_EQ(h.model.no_token_rows, 1);
   std::string spelled;
