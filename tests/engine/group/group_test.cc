@@ -47,8 +47,9 @@ constexpr int32_t kNumKvBlocks = 256;
 constexpr int32_t kBlockSize = 16;
 
 // Requests run concurrently: different prompt lengths (one longer than two KV blocks, so
-// its prefix is cached) and lengths, one guided (its masks made where the plan is
-// executed, or by the group's executor before it sends the plan).
+// its prefix is cached) and lengths, three guided (their masks made where the plan is
+// executed, or by the group's executor before it sends the plan: two of one grammar at
+// once, on two threads, under ThreadSanitizer too).
 const std::vector<TestRequest>& Requests() {
   static const auto* r = new std::vector<TestRequest>{
       {"Once upon a time", 20},
@@ -58,6 +59,8 @@ const std::vector<TestRequest>& Requests() {
       {"Tom", 16},
       {"Lily and Ben were friends. They liked to play", 20},
       {"Tom had a", 18, "( [a-z]+[,.])+"},
+      {"Lily and Ben", 14, R"(root ::= (" " [a-z]+ [,.])+)", GuideSyntax::kGbnf},
+      {"The sun was hot", 12, R"(root ::= (" " [a-z]+ [,.])+)", GuideSyntax::kGbnf},
   };
   return *r;
 }
@@ -167,9 +170,9 @@ TEST_P(GroupLayoutTest, EngineOverGroupMatchesLocalEngine) {
             << " requests in " << absl::ToDoubleMilliseconds(absl::Now() - t1) << " ms\n";
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i], local[i]) << "request " << i << " (" << Requests()[i].prompt << ")";
-    if (Requests()[i].guided_regex.empty()) continue;
+    if (Requests()[i].guide.empty()) continue;
     // (Both followed the pattern: neither dropped the masks.)
-    auto guide = (*engine)->Guide(Requests()[i].guided_regex, GuideSyntax::kRegex);
+    auto guide = (*engine)->Guide(Requests()[i].guide, Requests()[i].guide_syntax);
     ASSERT_TRUE(guide.ok()) << guide.status();
     int32_t state = (*guide)->start();
     for (int32_t t : got[i]) state = (*guide)->Next(state, t);

@@ -30,8 +30,8 @@ std::shared_ptr<RequestStream> SubmitGreedy(Engine& engine, const TestRequest& r
   p.max_tokens = r.max_tokens;
   p.ignore_eos = true;
   p.sampling.temperature = 0;
-  if (!r.guided_regex.empty()) {
-    auto guide = engine.Guide(r.guided_regex, GuideSyntax::kRegex);
+  if (!r.guide.empty()) {
+    auto guide = engine.Guide(r.guide, r.guide_syntax);
     EXPECT_TRUE(guide.ok()) << guide.status();
     if (!guide.ok()) return nullptr;
     p.guide = *guide;

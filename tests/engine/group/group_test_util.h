@@ -22,7 +22,8 @@ namespace orca::testing {
 struct TestRequest {
   std::string prompt;
   int32_t max_tokens;
-  std::string guided_regex = "";  // "": unguided (a pattern must outlast max_tokens)
+  std::string guide = "";  // "": unguided (a pattern must outlast max_tokens)
+  GuideSyntax guide_syntax = GuideSyntax::kRegex;
 };
 
 // What a request's stream delivered.
