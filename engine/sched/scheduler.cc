@@ -482,10 +482,17 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
       u.finished = true;
       u.finish_reason = FinishReason::kError;
       if (!lost) {
-        u.error = absl::InvalidArgumentError(absl::StrCat(
-            "guided decoding: after ", r->output_tokens.size(),
-            " output tokens the pattern needs text that no token of this model's vocabulary "
-            "begins, and the output so far cannot end there"));
+        const std::string after =
+            absl::StrCat("guided decoding: after ", r->output_tokens.size(), " output tokens ");
+        u.error = absl::InvalidArgumentError(
+            r->guide && r->guide->accepting(r->guide_state)
+                ? absl::StrCat(after,
+                               "the output matches the pattern and no token of this model's "
+                               "vocabulary continues it, but it may not end here (min_tokens ",
+                               r->min_tokens, ", or no stop token)")
+                : absl::StrCat(after,
+                               "the pattern needs text that no token of this model's "
+                               "vocabulary begins"));
       }
       FinishRequest(*r, FinishReason::kError);
       updates.push_back(std::move(u));

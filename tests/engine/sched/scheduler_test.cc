@@ -461,26 +461,29 @@ TEST(SchedulerTest, GuidedRequestsFollowTheirPatternThroughPreemption) {
 
 // A guide whose next bytes no token spells: the plan carries its mask unmade (the
 // sampling rank makes it), the row draws no token, and the request fails with the
-// tokens it had, its blocks returned; a request beside it is not disturbed.
+// tokens it had and an error that says why, its blocks returned; so does one whose
+// output may end but not yet (min_tokens); a request beside them is not disturbed.
 TEST(SchedulerTest, AGuideNoTokenCanContinueFailsItsRequest) {
   std::vector<std::string> bytes(kVocab);
   bytes[10] = "a", bytes[11] = "b";  // nothing spells "c"
   auto vocab = std::make_shared<const TokenVocabulary>(bytes);
   auto stuck = TokenGuide::Create("ac", vocab);
   auto fine = TokenGuide::Create("(ab)+", vocab);
-  ASSERT_TRUE(stuck.ok() && fine.ok());
+  auto ends_early = TokenGuide::Create("ab(c)?", vocab);  // may end after "ab", not go on
+  ASSERT_TRUE(stuck.ok() && fine.ok() && ends_early.ok());
   SchedulerConfig c;
   c.max_model_len = 256;
   Harness h(c, 64);
-  for (uint64_t id : {1, 2}) {
+  for (uint64_t id : {1, 2, 3}) {
     auto r = MakeRequest(id, 6, 8);
     r->stop_token_ids = {kEos};
-    r->guide = id == 1 ? *stuck : *fine;
+    r->guide = id == 1 ? *stuck : id == 2 ? *fine : *ends_early;
     r->guide_state = r->guide->start();
+    if (id == 3) r->min_tokens = 5;  // EOS banned until then
     ASSERT_TRUE(h.sched.Add(std::move(r)).ok());
   }
   const ScheduledBatch first = h.sched.Schedule();
-  ASSERT_EQ(first.plan.seqs.size(), 2u);
+  ASSERT_EQ(first.plan.seqs.size(), 3u);
   for (const ScheduledSequence& s : first.plan.seqs) {
     EXPECT_NE(s.deferred_mask, nullptr) << s.seq_id;
     EXPECT_TRUE(s.allowed_token_mask.empty()) << s.seq_id;
@@ -492,7 +495,13 @@ TEST(SchedulerTest, AGuideNoTokenCanContinueFailsItsRequest) {
   EXPECT_NE(h.errors[1].message().find("guided decoding: after 1 output tokens"), std::string::npos)
       << h.errors[1];
   EXPECT_EQ(h.outputs[1], std::vector<int32_t>({10}));  // "a", and no token -1
-  EXPECT_EQ(h.model.no_token_rows, 1);
+  EXPECT_EQ(h.model.no_token_rows, 2);
+  EXPECT_EQ(h.finished[3], FinishReason::kError);
+  EXPECT_EQ(h.outputs[3], std::vector<int32_t>({10, 11}));
+  EXPECT_NE(h.errors[3].message().find("after 2 output tokens the output matches the pattern"),
+            std::string::npos)
+      << h.errors[3];
+  EXPECT_NE(h.errors[3].message().find("min_tokens 5"), std::string::npos) << h.errors[3];
   std::string spelled;
   for (int32_t t : h.outputs[2]) spelled += t == kEos ? "" : bytes[static_cast<size_t>(t)];
   EXPECT_TRUE(ByteDfa::Compile("(ab)+")->Matches(spelled)) << spelled;
