@@ -1,6 +1,7 @@
 // The plain data exchanged between the scheduler and the execution engine for one
 // iteration (DESIGN.md sections 2-4). No tensors: token ids, positions, block tables
-// and sampling parameters only, so a plan can be sent to remote workers as is.
+// and sampling parameters only, so a plan can be sent to remote workers as is (a
+// deferred token mask, below, is made into its allowed_token_mask when sent).
 #pragma once
 
 #include <cstdint>
