@@ -1,21 +1,24 @@
 // Token sampling on the device, choosing the token the host sampler
 // (engine/runner/sampler.h) chooses for the same logits and uniform draw: greedy;
 // top-k (with top-p / min-p) at a temperature when top_k is in [1,
-// kMaxSampleCandidates], by selecting the k best and the host's arithmetic in its
-// order; the whole vocabulary in id order when nothing truncates (top_k 0, top_p 1,
-// min_p 0); and any other truncation (top-p or min-p without a top-k, a larger top-k)
-// by bisecting for the kept prefix of the candidate order and for the drawn token.
-// The last two sum in another order than the host, so a draw within ~1e-16 of a
-// boundary may differ. NaN logits are never chosen and +inf counts as the largest
-// float, as on the host. A row may carry a token mask (guided decoding, bans): tokens
-// whose bit is clear count as -inf, as the host's ApplyPenalties makes them.
+// kMaxSampleCandidates], by selecting the k best (radix selection over the logits'
+// keys, then a sort of those k) and the host's arithmetic in its order; the whole
+// vocabulary in id order when nothing truncates (top_k 0, top_p 1, min_p 0); and any
+// other truncation (top-p or min-p without a top-k, a larger top-k) by radix selection
+// of the kept prefix of the candidate order and of the drawn token, weights summed in
+// fixed point. The id-order draw sums in another order than the host (a draw within
+// ~1e-16 of a boundary may differ), the prefix searches in fixed point (within n x
+// 2^(bits of n - 62) of the top token's weight, 4e-9 at 128,256 tokens); both are
+// deterministic. NaN logits are never chosen and +inf counts as the largest float, as
+// on the host. A row may carry a token mask (guided decoding, bans): tokens whose bit
+// is clear count as -inf, as the host's ApplyPenalties makes them.
 // A row may also ask for logprobs (of the processed logits: sanitised and masked, before
 // temperature and truncation, as the host reports them): the drawn token's and the top
-// N's (N <= kMaxDeviceLogprobs), with log-softmax's normaliser summed in another order
-// than the host's (a value may differ in its last float bit). Logit bias and penalties
-// arrive as per-token edits the host computed (DeviceLogitEdit), applied to the logits in
-// place first with the host's float operations in the host's order, so the draw sees
-// the logits SampleToken would.
+// N's (N <= kMaxDeviceLogprobs, found by radix selection), with log-softmax's
+// normaliser summed in another order than the host's (a value may differ in its last
+// float bit). Logit bias and penalties arrive as per-token edits the host computed
+// (DeviceLogitEdit), applied to the logits in place first with the host's float
+// operations in the host's order, so the draw sees the logits SampleToken would.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,7 +33,7 @@ constexpr int32_t kMaxDeviceLogprobs = 20;  // OpenAI's top_logprobs limit
 // Per-row parameters, as SamplingParams; same layout on host and device.
 struct DeviceSamplingParams {
   float temperature = 0.0f;  // below 1e-5: greedy
-  int32_t top_k = 0;         // 0: none (the id-order draw, or bisection with top-p / min-p)
+  int32_t top_k = 0;         // 0: none (the id-order draw, or radix selection with top-p / min-p)
   float top_p = 1.0f;
   float min_p = 0.0f;
   double uniform = 0.0;   // the draw in [0, 1): SeededUniform(seed, output_index)

@@ -11,7 +11,8 @@
 #      over float32 and float16 KV caches, and with tokens drawn on the host; then
 #      guided decoding's per-token overhead (a pattern, a JSON schema, a grammar) on a
 #      random llama-110m at 1 and 32 clients (bench/guided/guided_overhead.py),
-#   5. runs the gpu tests under compute-sanitizer (memcheck, and racecheck on attention).
+#   5. runs the gpu tests under compute-sanitizer (memcheck, racecheck on attention and
+#      the sampler, synccheck).
 # Every step has its own time limit, so a slow or hung step costs only its share; the
 # figures and logs go to --out (summary.txt first). Record them in docs/cuda.md.
 #
@@ -24,6 +25,8 @@
 #                   binaries, and lib.tar.xz with every library they need that is not
 #                   glibc's, libstdc++'s or CUDA's) and exit; DIR must be empty or absent
 #   --quick         shorter benchmarks (fewer repetitions and sweep points)
+#   --steps LIST    only these steps (comma-separated: tests, generate, kernels, serve,
+#                   guided, sanitizer; default all), for a short device session
 #   --device cpu    dry run of the plumbing on a machine without a GPU (tests skip)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +35,7 @@ out=$root/out/gpu-check
 prebuilt=""
 pack=""
 quick=0
+steps=tests,generate,kernels,serve,guided,sanitizer
 device=cuda
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,6 +43,7 @@ while [ $# -gt 0 ]; do
     --prebuilt) prebuilt=$2; shift 2 ;;
     --pack) pack=$2; shift 2 ;;
     --quick) quick=1; shift ;;
+    --steps) steps=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -106,6 +111,9 @@ export ORCA_SOURCE_DIR=$root ORCA_REQUIRE_GPU=1 CI=true
 # orca bench serve draws its plot with matplotlib: the first python3 on PATH that has it.
 export ORCA_BENCH_PYTHON=${ORCA_BENCH_PYTHON:-$(command -v python3)}
 
+# wanted STEP: whether --steps names it.
+wanted() { case ",$steps," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
 # step NAME LIMIT_S LOG CMD...: runs CMD with a time limit, appends to LOG, notes the result.
 step() {
   local name=$1 limit=$2 log=$3
@@ -128,12 +136,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap,clocks.max.s
 note "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(nproc) cores"
 
 # --- 1. the gpu tests ------------------------------------------------------------------
-for t in $gpu_tests; do
+wanted tests && for t in $gpu_tests; do
   [ -x "$tests_dir/$t" ] || { note "$t: not built"; failures=$((failures + 1)); continue; }
   step "gpu test $t" 120 "$out/tests.log" "$tests_dir/$t" --gtest_brief=1
 done
-grep -hE '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]' "$out/tests.log" | sort | uniq -c |
-  tee -a "$summary"
+wanted tests && grep -hE '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]' "$out/tests.log" |
+  sort | uniq -c | tee -a "$summary"
 
 # --- 2. stories260K: cuda against cpu ----------------------------------------------------
 gen() {
@@ -141,14 +149,16 @@ gen() {
     --max-tokens 200 --temperature 0 --ignore-eos --prompt "Once upon a time" \
     2>>"$out/generate.log"
 }
-cpu_text=$(gen cpu)
-gpu_text=$(gen "$device")
-{ echo "--- cpu"; echo "$cpu_text"; echo "--- $device"; echo "$gpu_text"; } >>"$out/generate.log"
-if [ -n "$cpu_text" ] && [ "$cpu_text" = "$gpu_text" ]; then
-  note "stories260K greedy, 200 tokens: $device text identical to cpu"
-else
-  note "stories260K greedy, 200 tokens: $device text DIFFERS from cpu (generate.log)"
-  failures=$((failures + 1))
+if wanted generate; then
+  cpu_text=$(gen cpu)
+  gpu_text=$(gen "$device")
+  { echo "--- cpu"; echo "$cpu_text"; echo "--- $device"; echo "$gpu_text"; } >>"$out/generate.log"
+  if [ -n "$cpu_text" ] && [ "$cpu_text" = "$gpu_text" ]; then
+    note "stories260K greedy, 200 tokens: $device text identical to cpu"
+  else
+    note "stories260K greedy, 200 tokens: $device text DIFFERS from cpu (generate.log)"
+    failures=$((failures + 1))
+  fi
 fi
 
 # --- 3. orca-bench-kernels on a random llama-1B BF16 ------------------------------------
@@ -156,10 +166,12 @@ preset=llama-1b
 dtype=BF16
 [ "$device" = cpu ] && preset=tiny dtype=F32
 model=$(mktemp -d)/$preset
-"$orca" model random --preset $preset --dtype $dtype --out "$model" >>"$out/bench.log" 2>&1
+if wanted kernels || wanted serve; then
+  "$orca" model random --preset $preset --dtype $dtype --out "$model" >>"$out/bench.log" 2>&1
+fi
 reps=20 batches=1,8,32,64,128,256
 [ $quick = 1 ] && reps=5 batches=1,16,64,256
-if [ "$device" = cuda ]; then
+if [ "$device" = cuda ] && wanted kernels; then
   step "orca-bench-kernels" 150 "$out/bench.log" bash -c \
     "'$bench_kernels' --reps $reps --decode-batches $batches --model-dir '$model' \
      >'$out/bench-kernels.json'"
@@ -176,11 +188,12 @@ sweep=1,8,32,128 requests=128 output=128
 [ $quick = 1 ] && sweep=1,8,32 requests=32 output=64
 [ "$device" = cpu ] && sweep=1,4 requests=4
 port=18437
-# serve_sweep NAME TEMPERATURE SERVE-FLAGS...: one server, one closed-loop sweep, its
-# figures in bench-serve-NAME.{json,png}.
+# serve_sweep NAME TEMPERATURE EXTRA-BODY SERVE-FLAGS...: one server, one closed-loop
+# sweep (EXTRA-BODY: JSON merged into every request, "" for none), its figures in
+# bench-serve-NAME.{json,png}.
 serve_sweep() {
-  local name=$1 temperature=$2
-  shift 2
+  local name=$1 temperature=$2 extra=$3
+  shift 3
   "$orca" serve --model "$model" --device "$device" --host 127.0.0.1 --port $port \
     --grpc-port -1 --max-batch-size 256 "$@" >>"$out/bench.log" 2>&1 &
   local serve_pid=$!
@@ -192,43 +205,52 @@ serve_sweep() {
   step "orca bench serve $name (128/$output, $sweep)" 150 "$out/bench.log" \
     "$orca" bench serve --url "http://127.0.0.1:$port" --trace fixed --input-len 128 \
     --output-len $output --num-requests $requests --sweep-concurrency $sweep --cooldown 0 \
-    --temperature "$temperature" --out "$out/bench-serve-$name.json" \
-    --plot "$out/bench-serve-$name.png"
+    --temperature "$temperature" ${extra:+--extra-body "$extra"} \
+    --out "$out/bench-serve-$name.json" --plot "$out/bench-serve-$name.png"
   kill -TERM $serve_pid 2>/dev/null
   wait $serve_pid 2>/dev/null
 }
-serve_sweep default 0
-if [ "$device" = cuda ]; then
-  # 16-bit KV caches and where tokens are drawn, at temperature 1 (OpenAI's default).
-  serve_sweep t1-kv-float32 1 --kv-cache-dtype float32
-  serve_sweep t1-kv-float16 1 --kv-cache-dtype float16
-  serve_sweep t1-kv-float16-host-sampling 1 --kv-cache-dtype float16 --no-device-sampling
+if wanted serve; then
+  serve_sweep default 0 ""
+  if [ "$device" = cuda ]; then
+    # 16-bit KV caches and where tokens are drawn, at temperature 1 (OpenAI's default);
+    # then nucleus sampling (top_p 0.9, the device's radix selection).
+    serve_sweep t1-kv-float32 1 "" --kv-cache-dtype float32
+    serve_sweep t1-kv-float16 1 "" --kv-cache-dtype float16
+    serve_sweep t1-kv-float16-host-sampling 1 "" --kv-cache-dtype float16 --no-device-sampling
+    serve_sweep t1-top-p-0.9 1 '{"top_p": 0.9}'
+  fi
 fi
 rm -rf "$(dirname "$model")"
 
 # --- 4b. guided decoding: per-token overhead against unconstrained ------------------------
 # A random llama-110m in BF16 (docs/cuda.md's guided runs), 1 and 32 clients: a pattern,
 # a realistic JSON schema and a recursive grammar, tokens drawn on the device.
-gpreset=llama-110m gdtype=BF16 glevels=1,32 grounds=3
-[ $quick = 1 ] && grounds=2
-[ "$device" = cpu ] && gpreset=tiny gdtype=F32 glevels=1,4 grounds=1
-guided_model=$(mktemp -d)/$gpreset
-"$orca" model random --preset $gpreset --dtype $gdtype --out "$guided_model" >>"$out/bench.log" 2>&1
-for g in regex schema grammar; do
-  flag=""
-  [ $g != regex ] && flag=--$g
-  step "guided overhead ($g, $glevels clients)" 120 "$out/guided-$g.log" \
-    python3 bench/guided/guided_overhead.py --orca "$orca" --model "$guided_model" \
-    --concurrency $glevels --tokens 64 --rounds $grounds $flag --serve-args "--device $device" \
-    --out "$out/guided-overhead-$g.json"
-  grep -h "^\[guided\] concurrency [0-9]*:" "$out/guided-$g.log" | while read -r line; do
-    note "  $g: ${line#\[guided\] }"
+gpreset=llama-110m gdtype=BF16 glevels=1,32 grounds=3 gtokens=256
+[ $quick = 1 ] && grounds=2 gtokens=128
+[ "$device" = cpu ] && gpreset=tiny gdtype=F32 glevels=1,4 grounds=1 gtokens=64
+if wanted guided; then
+  guided_model=$(mktemp -d)/$gpreset
+  "$orca" model random --preset $gpreset --dtype $gdtype --out "$guided_model" \
+    >>"$out/bench.log" 2>&1
+  for g in regex schema grammar; do
+    flag=""
+    [ $g != regex ] && flag=--$g
+    step "guided overhead ($g, $glevels clients)" 120 "$out/guided-$g.log" \
+      python3 bench/guided/guided_overhead.py --orca "$orca" --model "$guided_model" \
+      --concurrency $glevels --tokens $gtokens --rounds $grounds $flag \
+      --serve-args "--device $device" --out "$out/guided-overhead-$g.json"
+    grep -h "^\[guided\] concurrency [0-9]*:" "$out/guided-$g.log" | while read -r line; do
+      note "  $g: ${line#\[guided\] }"
+    done
   done
-done
-rm -rf "$(dirname "$guided_model")"
+  rm -rf "$(dirname "$guided_model")"
+fi
 
 # --- 5. compute-sanitizer ---------------------------------------------------------------
-if [ "$device" = cuda ] && command -v compute-sanitizer >/dev/null; then
+if ! wanted sanitizer; then
+  :
+elif [ "$device" = cuda ] && command -v compute-sanitizer >/dev/null; then
   cs="compute-sanitizer --error-exitcode 9 --print-limit 20"
   step "memcheck cuda_kernels_direct_test" 60 "$out/sanitizer.log" \
     $cs --tool memcheck "$tests_dir/cuda_kernels_direct_test"
@@ -238,6 +260,8 @@ if [ "$device" = cuda ] && command -v compute-sanitizer >/dev/null; then
     $cs --tool memcheck "$tests_dir/cuda_backend_ops_test"
   step "racecheck attention" 60 "$out/sanitizer.log" \
     $cs --tool racecheck "$tests_dir/cuda_backend_ops_test" --gtest_filter='CudaAttention*'
+  step "racecheck sampling" 90 "$out/sanitizer.log" \
+    $cs --tool racecheck "$tests_dir/cuda_kernels_direct_test" --gtest_filter='SamplingKernel*'
   step "synccheck cuda_kernels_direct_test" 45 "$out/sanitizer.log" \
     $cs --tool synccheck "$tests_dir/cuda_kernels_direct_test"
 else

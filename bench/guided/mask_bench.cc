@@ -10,6 +10,11 @@
 //   BM_FirstRequest/<grammar>/<vocab>    a fresh guide: compile, then a walk's masks and
 //                                        steps, tops made as they are met; per token
 //   BM_FirstRequestByWalk/<...>          the same, each mask one trie walk
+//   BM_ServedRequests/<grammar>/<vocab>/<served>  a guide serving: masks of 32 requests
+//                                        of 256 tokens (each drawn uniformly from those
+//                                        allowed, as a random model's are) after the guide
+//                                        served `served` such requests; per token, with
+//                                        the tops kept
 // Grammars: 0 the nested outline of bench/guided/guided_overhead.py --grammar, 1 any JSON
 // object (response_format json_object), 2 a recursive JSON schema (a tree of nodes),
 // 3 arithmetic.
@@ -20,6 +25,8 @@
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
+#include <bit>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -197,6 +204,70 @@ void BM_Request(benchmark::State& state) {
 void BM_FirstRequest(benchmark::State& state) { BM_Request<true>(state); }
 void BM_FirstRequestByWalk(benchmark::State& state) { BM_Request<false>(state); }
 
+// A uniformly drawn token of those `mask` allows (-1: none).
+int32_t DrawAllowed(const std::vector<uint32_t>& mask, std::mt19937& rng) {
+  int64_t allowed = 0;
+  for (uint32_t w : mask) allowed += std::popcount(w);
+  if (allowed == 0) return -1;
+  int64_t r = static_cast<int64_t>(rng() % static_cast<uint64_t>(allowed));
+  for (size_t i = 0; i < mask.size(); ++i) {
+    const int64_t here = std::popcount(mask[i]);
+    if (r >= here) {
+      r -= here;
+      continue;
+    }
+    uint32_t w = mask[i];
+    for (; r > 0; --r) w &= w - 1;  // drop the lowest set bits
+    return static_cast<int32_t>(i * 32) + std::countr_zero(w);
+  }
+  return -1;
+}
+
+// One request of `tokens` tokens through a TokenGuide-like loop: mask, draw, step.
+// Returns the seconds its masks took.
+double ServeRequest(const GrammarAutomaton& g, const TokenVocabulary& vocab, int tokens,
+                    std::mt19937& rng) {
+  std::vector<uint32_t> mask((static_cast<size_t>(vocab.size()) + 31) / 32);
+  double seconds = 0;
+  int32_t s = g.start();
+  for (int step = 0; step < tokens; ++step) {
+    std::fill(mask.begin(), mask.end(), 0u);
+    const auto t0 = std::chrono::steady_clock::now();
+    g.AllowTokens(s, vocab, mask);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const int32_t t = DrawAllowed(mask, rng);
+    if (t < 0) break;
+    s = g.Walk(s, vocab.bytes(t));
+  }
+  return seconds;
+}
+
+void BM_ServedRequests(benchmark::State& state) {
+  constexpr int kRequests = 32, kTokens = 256;
+  const auto vocab = Vocabulary(state.range(1));
+  size_t tops = 0;
+  for (auto _ : state) {
+    auto g = Compile(state.range(0));
+    std::mt19937 rng(11);
+    for (int64_t r = 0; r < state.range(2); ++r) ServeRequest(*g, *vocab, kTokens, rng);
+    double seconds = 0;
+    for (int r = 0; r < kRequests; ++r) seconds += ServeRequest(*g, *vocab, kTokens, rng);
+    state.SetIterationTime(seconds);
+    tops = g->num_top_masks();
+  }
+  state.counters["per_token_us"] = benchmark::Counter(
+      static_cast<double>(kRequests * kTokens) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["kept_tops"] = static_cast<double>(tops);
+}
+
+void ServedArgs(benchmark::internal::Benchmark* b) {
+  for (int64_t grammar : {0, 1, 2, 3}) {
+    for (int64_t served : {0, 32, 320}) b->Args({grammar, 32000, served});
+  }
+  b->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+}
+
 void Args(benchmark::internal::Benchmark* b) {
   for (int64_t grammar : {0, 1, 2, 3}) {
     for (int64_t vocab : {32000, 128256}) b->Args({grammar, vocab});
@@ -208,6 +279,7 @@ BENCHMARK(BM_MaskByWalk)->Apply(Args);
 BENCHMARK(BM_MaskFromTops)->Apply(Args);
 BENCHMARK(BM_FirstRequest)->Apply(Args);
 BENCHMARK(BM_FirstRequestByWalk)->Apply(Args);
+BENCHMARK(BM_ServedRequests)->Apply(ServedArgs);
 
 }  // namespace
 }  // namespace orca

@@ -8,7 +8,7 @@
 //     prefill at several lengths) on a random llama-1B-shaped BF16 checkpoint;
 //   - "sampling": Backend::SampleRows on random logits (rows x vocabulary) for each kind
 //     of request the device sampler takes (greedy, the whole vocabulary, top-k by
-//     selection, top-p / min-p / large top-k by bisection, logprobs, penalties), against
+//     selection, top-p / min-p / large top-k by radix selection, logprobs, penalties), against
 //     copying the rows to the host and drawing them there on every core, as the runner
 //     did before.
 // Usage: orca-bench-kernels [--device 0] [--model-dir DIR] [--reps 20]
@@ -271,9 +271,9 @@ const SamplingCase kSamplingCases[] = {
        s.sampling.top_k = 40;
        s.sampling.top_p = 0.9f;
      }},
-    {"top-p 0.9 (bisection)", [](ScheduledSequence& s) { s.sampling.top_p = 0.9f; }},
-    {"min-p 0.05 (bisection)", [](ScheduledSequence& s) { s.sampling.min_p = 0.05f; }},
-    {"top-k 5000 (bisection)", [](ScheduledSequence& s) { s.sampling.top_k = 5000; }},
+    {"top-p 0.9 (radix)", [](ScheduledSequence& s) { s.sampling.top_p = 0.9f; }},
+    {"min-p 0.05 (radix)", [](ScheduledSequence& s) { s.sampling.min_p = 0.05f; }},
+    {"top-k 5000 (radix)", [](ScheduledSequence& s) { s.sampling.top_k = 5000; }},
     {"logprobs 5", [](ScheduledSequence& s) { s.sampling.logprobs = 5; }},
     {"frequency + repetition penalties, 512-token history",
      [](ScheduledSequence& s) {

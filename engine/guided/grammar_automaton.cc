@@ -686,7 +686,11 @@ bool Bit(const std::vector<uint32_t>& mask, int32_t t) {
 }  // namespace
 
 std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
-    const Stack& top, const TokenVocabulary& vocab) const {
+    const Stack& key, const TokenVocabulary& vocab) const {
+  // (A whole stack's key ends with kWholeStack; its walk is the stack's.)
+  const bool whole = !key.empty() && key.back() == kWholeStack;
+  const Stack top(key.begin(), key.end() - (whole ? 1 : 0));
+  const bool may_deepen = !whole && top.size() < kTopFrames;
   // The trie walked from the top alone: a token that ends on a living configuration is
   // allowed whatever lies below (the empty stack included: the real stack goes on below
   // it). Where a configuration holds the empty stack, the walk has returned from the top
@@ -729,8 +733,12 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
       if (!Bit(out->allowed, t)) out->dependent.push_back(t);
     }
   }
-  if (out->dependent.size() > static_cast<size_t>(vocab.size()) / 8) {
+  if (may_deepen && !out->dependent.empty()) {
+    out->deeper = true;
+  } else if (out->dependent.size() > static_cast<size_t>(vocab.size()) / 8) {
     out->walk_instead = true;
+  }
+  if (out->deeper || out->walk_instead) {
     std::vector<uint32_t>().swap(out->allowed);
     std::vector<int32_t>().swap(out->dependent);
   }
@@ -742,54 +750,62 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
 }
 
 std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::TopMaskOf(
-    const Stack& top, const TokenVocabulary& vocab) const {
+    const Stack& key, const TokenVocabulary& vocab) const {
   {
     absl::MutexLock lock(&top_mu_);
     if (top_vocab_ != 0 && top_vocab_ != vocab.id()) return nullptr;
-    if (auto it = top_masks_.find(top); it != top_masks_.end()) return it->second;
+    if (auto it = top_masks_.find(key); it != top_masks_.end()) return it->second;
     if (top_bytes_ >= kMaxTopMaskBytes) return nullptr;
   }
   // Walked without the lock (two threads may make one top's mask: the first is kept).
-  std::shared_ptr<const TopMask> made = MakeTopMask(top, vocab);
+  std::shared_ptr<const TopMask> made = MakeTopMask(key, vocab);
   absl::MutexLock lock(&top_mu_);
   if (top_vocab_ != 0 && top_vocab_ != vocab.id()) return made;
   top_vocab_ = vocab.id();
-  auto [it, added] = top_masks_.try_emplace(top, std::move(made));
+  auto [it, added] = top_masks_.try_emplace(key, std::move(made));
   if (added) top_bytes_ += it->second->bytes();
   return it->second;
+}
+
+std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::TopMaskFor(
+    const Stack& st, const TokenVocabulary& vocab, size_t* frames) const {
+  const size_t most = std::min(st.size(), kTopFrames);
+  for (size_t k = 1; k <= most; ++k) {
+    Stack key(st.end() - static_cast<std::ptrdiff_t>(k), st.end());
+    if (k == st.size()) key.push_back(kWholeStack);
+    std::shared_ptr<const TopMask> m = TopMaskOf(key, vocab);
+    if (m == nullptr || !m->deeper) {
+      *frames = k;
+      return m;
+    }
+  }
+  return nullptr;  // (unreachable: the last key never deepens)
 }
 
 void GrammarAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
                                    std::vector<uint32_t>& mask) const {
   FitMaskTo(vocab, mask);
   const Config& config = ConfigOf(state);
-  // The state's stacks by their tops (kept in the configuration's order).
-  std::vector<std::pair<Stack, Config>> groups;
-  absl::flat_hash_map<Stack, size_t> group_of;
+  // The state's stacks grouped by their kept masks (in the configuration's order). Kept
+  // masks answer only where the real walk could not be cut: each real stack, deeper by
+  // what lies below its top, may grow as its top's walk did, and every bound must hold
+  // for all of them at once.
+  std::vector<std::pair<std::shared_ptr<const TopMask>, Config>> groups;
+  absl::flat_hash_map<const TopMask*, size_t> group_of;
+  size_t stacks = 0, positions = 0, step_work = 0;
   for (const Stack& st : config) {
     if (st.empty()) continue;  // (the output may end here: it reads nothing more)
-    const size_t k = std::min(st.size(), kTopFrames);
-    Stack top(st.end() - static_cast<std::ptrdiff_t>(k), st.end());
-    auto [it, added] = group_of.try_emplace(top, groups.size());
-    if (added) groups.emplace_back(std::move(top), Config{});
-    groups[it->second].second.push_back(st);
-  }
-  // Kept masks answer only where the real walk could not be cut: each real stack, deeper
-  // by what lies below its top, may grow as its top's walk did, and every bound must
-  // hold for all of them at once.
-  std::vector<std::shared_ptr<const TopMask>> tops;
-  size_t stacks = 0, positions = 0, step_work = 0;
-  for (const auto& [top, members] : groups) {
-    std::shared_ptr<const TopMask> m = TopMaskOf(top, vocab);
+    size_t frames = 0;
+    std::shared_ptr<const TopMask> m = TopMaskFor(st, vocab, &frames);
     if (m == nullptr || m->cut || m->walk_instead) return AllowTokensByWalk(state, vocab, mask);
-    for (const Stack& st : members) {
-      const size_t below = st.size() - top.size();
-      if (m->deepest + below + 1 >= kMaxDepth) return AllowTokensByWalk(state, vocab, mask);
-      stacks += m->width;
-      positions += m->width * (m->deepest + below);
-      step_work += m->step_work * (below + 1);
-    }
-    tops.push_back(std::move(m));
+    const size_t below = st.size() - frames;
+    if (m->deepest + below + 1 >= kMaxDepth) return AllowTokensByWalk(state, vocab, mask);
+    stacks += m->width;
+    positions += m->width * (m->deepest + below);
+    step_work += m->step_work * (below + 1);
+    auto [it, added] = group_of.try_emplace(m.get(), groups.size());
+    if (added) groups.emplace_back(std::move(m), Config{});
+    groups[it->second].second.push_back(st);
   }
   if (stacks > kMaxStacks || positions > kMaxPositions || step_work > kMaxStepWork) {
     return AllowTokensByWalk(state, vocab, mask);
@@ -799,7 +815,7 @@ void GrammarAutomaton::AllowTokens(int32_t state, const TokenVocabulary& vocab,
   // takes every token after it that extends it.
   Walker w(*this);
   for (size_t g = 0; g < groups.size(); ++g) {
-    const TopMask& m = *tops[g];
+    const TopMask& m = *groups[g].first;
     for (size_t i = 0; i < mask.size(); ++i) mask[i] |= m.allowed[i];
     if (m.dependent.empty()) continue;
     std::vector<int32_t> path = {w.Add(groups[g].second)};  // configurations after prev[:i]

@@ -16,18 +16,25 @@
 //
 // Token masks (AllowTokens) are made from masks kept per stack top, as xgrammar's
 // adaptive token mask cache does: what a token does from a stack depends only on its top
-// kTopFrames positions until the token's bytes return from the lowest of them. So for
-// each such top (walked once, from the top alone) the automaton keeps the tokens allowed
-// whatever lies below and the few "dependent" ones that return from it mid-token; a
-// state's mask is the union of its stacks' tops' allowed tokens plus those dependent
-// tokens that its real stacks let through (walked from them, in trie order, sharing
-// prefixes). A state nesting at a depth no output reached before so costs a few ORs of
+// positions until the token's bytes return from the lowest of them. So for each top
+// (walked once, from the top alone) the automaton keeps the tokens allowed whatever lies
+// below and the few "dependent" ones that return from it mid-token; a state's mask is
+// the union of its stacks' tops' allowed tokens plus those dependent tokens that its
+// real stacks let through (walked from them, in trie order, sharing prefixes). A top is
+// a stack's fewest top positions from which no token returns mid-token, up to
+// kTopFrames (a whole stack is a top of its own): a shorter top that some tokens return
+// from is kept as a marker that says "look one position deeper". Keying by as few
+// positions as answer, rather than always kTopFrames, keeps the tops few: the positions
+// of a nested outline's enclosing levels do not multiply them (120 tops after 352
+// requests of orca-bench-guided-mask's BM_ServedRequests, where kTopFrames positions
+// kept 7,885 and went on growing towards kMaxTopMaskBytes, past which states are
+// walked). A state nesting at a depth no output reached before so costs a few ORs of
 // kept masks instead of a walk of the whole vocabulary. Where a bound (below) could cut
 // the real walk, where a top's dependent tokens are over an eighth of the vocabulary
 // (walking them would cost what a walk does), or once the kept masks hold
-// kMaxTopMaskBytes, the mask is made by one walk of the
-// vocabulary's trie over configurations of its own (AllowTokensByWalk), memoized for
-// that walk only: either way a mask makes no states (only where outputs go do).
+// kMaxTopMaskBytes, the mask is made by one walk of the vocabulary's trie over
+// configurations of its own (AllowTokensByWalk), memoized for that walk only: either way
+// a mask makes no states (only where outputs go do).
 //
 // Refused at Compile (InvalidArgument): what ParseGbnf refuses; left recursion (a rule
 // that can reach itself before reading a byte, not at the end of an alternative: write
@@ -88,6 +95,8 @@ class GrammarAutomaton final : public ByteAutomaton {
   // (each one bit per token of the vocabulary, 4 bytes per dependent token and ~256 of
   // its own: some 2,000 tops at 128,256 tokens).
   static constexpr size_t kTopFrames = 6;
+  // Ends the key of a top that is a whole stack (program positions are never negative).
+  static constexpr int32_t kWholeStack = -1;
   static constexpr size_t kMaxTopMaskBytes = size_t{32} << 20;
 
   // Tests only: `max_states` other than kMaxStates; `probe` false to run grammars the
@@ -159,12 +168,21 @@ class GrammarAutomaton final : public ByteAutomaton {
     // Over an eighth of the vocabulary depends on what lies below: kept without its
     // tokens (allowed and dependent empty), and states with this top are walked.
     bool walk_instead = false;
+    // Some tokens return from the top mid-token, and the stacks with this top have a
+    // position below it to key by: kept without its tokens, a marker that the top one
+    // position deeper answers (TopMaskFor).
+    bool deeper = false;
     size_t bytes() const { return (allowed.size() + dependent.size()) * 4 + 256; }
   };
-  std::shared_ptr<const TopMask> MakeTopMask(const Stack& top, const TokenVocabulary& vocab) const;
-  // The kept mask of `top` (made on first use); null once the kept masks hold
+  // `key`: a stack's top positions, ended by kWholeStack when they are the whole stack.
+  std::shared_ptr<const TopMask> MakeTopMask(const Stack& key, const TokenVocabulary& vocab) const;
+  // The kept mask of `key` (made on first use); null once the kept masks hold
   // kMaxTopMaskBytes or for a vocabulary other than the one they are for.
-  std::shared_ptr<const TopMask> TopMaskOf(const Stack& top, const TokenVocabulary& vocab) const;
+  std::shared_ptr<const TopMask> TopMaskOf(const Stack& key, const TokenVocabulary& vocab) const;
+  // The kept mask that answers for non-empty stack `st`: its fewest top positions whose
+  // mask is not a `deeper` marker; `frames` gets how many. Null as TopMaskOf.
+  std::shared_ptr<const TopMask> TopMaskFor(const Stack& st, const TokenVocabulary& vocab,
+                                            size_t* frames) const;
 
   GrammarAutomaton() = default;
   // Expands every stack until its top is a byte set (or it is empty); sorted, unique.

@@ -306,6 +306,57 @@ TEST(SamplingKernelTest, TruncationWithoutSmallTopKMatchesHostSampler) {
   EXPECT_GT(distinct.size(), 60u);  // draws, not one argmax
 }
 
+// Radix selection where the k-th candidate is one of many tokens at one logit: top-k's
+// k best, logprobs' top N and the nucleus' edge end inside a tie (resolved by the
+// smaller id, as the host's order does), a mask that leaves fewer tokens than k (the
+// rest tie at -inf), a row of one logit repeated, and logits that differ in their last
+// bits only (the keys' low digits decide).
+TEST(SamplingKernelTest, SelectionInsideTiesMatchesHostSampler) {
+  ORCA_REQUIRE_GPU();
+  std::mt19937 rng(17);
+  const int32_t vocab = 70000, rows = 40;  // ids above 2^16: three digits of id
+  std::vector<float> logits =
+      testing::RandomFloats(rng, static_cast<size_t>(rows) * vocab, -6.0f, 6.0f);
+  const Knobs knobs[] = {
+      {1.0f, 40, 1.0f, 0.0f}, {0.8f, 40, 0.9f, 0.0f},   {1.0f, 1024, 1.0f, 0.0f},
+      {1.0f, 0, 0.9f, 0.0f},  {1.0f, 3000, 1.0f, 0.0f}, {1.0f, 1, 1.0f, 0.0f},
+      {1.2f, 0, 1.0f, 0.2f},  {0.9f, 700, 0.7f, 0.0f},
+  };
+  std::vector<ScheduledSequence> seqs = Sequences(knobs, rows, 900);
+  for (int32_t r = 0; r < rows; r += 2) seqs[r].sampling.logprobs = 1 + (r / 2) % 20;
+  // Every row: 30 tokens above, then 5,000 tied (ids spread over the row), so that every
+  // k and N above falls inside the tie.
+  for (int32_t r = 0; r < rows; ++r) {
+    float* row = logits.data() + int64_t{r} * vocab;
+    for (int32_t t = 0; t < 30; ++t) row[(t * 2311) % vocab] = 20.0f + static_cast<float>(t);
+    for (int32_t t = 0; t < 5000; ++t) row[(t * 13 + 7) % vocab] = 19.5f;
+  }
+  // One logit repeated; logits one float step apart; a mask of 10 tokens under top-k 40.
+  for (int32_t t = 0; t < vocab; ++t) logits[5 * int64_t{vocab} + t] = 0.25f;
+  for (int32_t t = 0; t < vocab; ++t) {
+    logits[6 * int64_t{vocab} + t] = std::nextafter(3.0f, 0.0f + static_cast<float>(t % 5));
+  }
+  seqs[8].allowed_token_mask.assign(kernels::MaskWords(vocab), 0u);
+  for (int32_t t = 0; t < 10; ++t) {
+    const int32_t id = 60000 + 997 * t % 9000;
+    seqs[8].allowed_token_mask[id / 32] |= 1u << (id % 32);
+  }
+  std::vector<kernels::DeviceSamplingParams> params(rows);
+  std::vector<uint32_t> masks;
+  for (int32_t r = 0; r < rows; ++r) {
+    ASSERT_TRUE(SamplesOnBackend(seqs[r], kCuda, vocab)) << "row " << r;
+    const SampleRowParams p = BackendSampleParams(seqs[r]);
+    params[r] = {p.temperature, p.top_k, p.top_p, p.min_p, p.uniform, -1, p.logprobs};
+    if (r == 8) {
+      params[r].mask_row = 0;
+      AppendBackendSampleMask(seqs[r], vocab, &masks);
+    }
+  }
+  const std::vector<int32_t> tokens = SampleAndCompareWithHost(logits, vocab, params, masks, seqs);
+  ASSERT_EQ(tokens.size(), static_cast<size_t>(rows));
+  EXPECT_GE(tokens[8], 60000) << "masked";
+}
+
 // Logit bias, presence / frequency penalties on the output and the repetition penalty
 // on the whole history arrive as the host's edits and change the logits as
 // SampleToken's ApplyPenalties does, under every kind of draw (greedy, whole vocabulary,
