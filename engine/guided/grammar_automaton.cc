@@ -718,6 +718,10 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
       SetBit(out->allowed, order[static_cast<size_t>(i)]);
     bool below = v.below_return;
     if (!below && w.Returned(v.config)) {
+      if (may_deepen && n.own_end < n.end) {
+        out->deeper = true;  // longer tokens may return from it: no need to walk on
+        break;
+      }
       returns.emplace_back(n.own_end, n.end);
       below = true;
     }
@@ -735,6 +739,7 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
   }
   if (may_deepen && !out->dependent.empty()) {
     out->deeper = true;
+  } else if (out->deeper) {
   } else if (out->dependent.size() > static_cast<size_t>(vocab.size()) / 8) {
     out->walk_instead = true;
   }
