@@ -199,17 +199,26 @@ __device__ __forceinline__ bool Shorter(const Prefix& a, const Prefix& b) {
   return a.key > b.key || (a.key == b.key && a.last < b.last);
 }
 
-// The sum of `v` over the block, to every thread. `scratch`: 32 entries of shared memory.
-__device__ unsigned long long BlockSumU64(unsigned long long v, unsigned long long* scratch) {
+// The sum of `v` over the block, to every thread, in a fixed order (deterministic for
+// doubles too). `scratch`: 32 entries of shared memory.
+template <typename T>
+__device__ T BlockSumOf(T v, T* scratch) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   __syncthreads();  // an earlier call may still be reading scratch
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  unsigned long long total = 0;
+  T total = 0;
   for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total += scratch[w];
   return total;
+}
+
+// The bits ids below n need (at least 1, at most 31).
+__device__ __forceinline__ int BitsFor(int32_t n) {
+  int bits = 1;
+  while (bits < 31 && (int64_t{1} << bits) < n) ++bits;
+  return bits;
 }
 
 // One radix pass's bins (shared memory), and the scan's answer for every thread.
@@ -253,7 +262,7 @@ struct Row {
       const float v = Logit(x, mask, i);
       if (In(p, Key(v), i)) m += Fixed(v);
     }
-    return BlockSumU64(m, scratch);
+    return BlockSumOf(m, scratch);
   }
 
   // Thread 0 scans the bins (from digit 255 down when `descending`, else from 0 up) for
@@ -293,10 +302,8 @@ struct Row {
   // The id of the nth (1-based) smallest-id token of `within` at `key`, to every thread
   // (the row must have that many).
   __device__ int32_t NthIdAt(const Prefix& within, uint32_t key, unsigned long long nth) const {
-    int bits = 1;
-    while (bits < 31 && (int64_t{1} << bits) < n) ++bits;
     uint32_t id = 0;
-    for (int shift = (bits - 1) / 8 * 8; shift >= 0; shift -= 8) {
+    for (int shift = (BitsFor(n) - 1) / 8 * 8; shift >= 0; shift -= 8) {
       ClearBins();
       const uint32_t high = shift + 8 >= 32 ? 0u : ~0u << (shift + 8);
       for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -372,11 +379,9 @@ struct Row {
   }
 };
 
-// 2^(62 - bits of n): n weights of at most 1 in fixed point sum below 2^62.
+// 2^(62 - BitsFor(n)): n weights of at most 1 in fixed point sum below 2^62.
 __device__ __forceinline__ double FixedScale(int32_t n) {
-  int bits = 1;
-  while (bits < 31 && (int64_t{1} << bits) < n) ++bits;
-  return static_cast<double>(1ull << (62 - bits));
+  return static_cast<double>(1ull << (62 - BitsFor(n)));
 }
 
 // A row for counting only (no weights): top-k and logprobs' top N.
@@ -493,20 +498,6 @@ __device__ void DrawByThreshold(const float* __restrict__ x, const uint32_t* __r
   if (threadIdx.x == 0) *token = t >= 0 ? t : bi;
 }
 
-// The sum of `v` over the block, to every thread, in a fixed order (deterministic).
-// `scratch`: 32 doubles of shared memory.
-__device__ double BlockSumDouble(double v, double* scratch) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __syncthreads();  // an earlier call may still be reading scratch
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  double total = 0.0;
-  for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total += scratch[w];
-  return total;
-}
-
 // The row's logprobs (see the header): log-softmax of the processed logits, as the
 // host's LogSoftmaxAt computes it (max, then the sum of exp in double), for the drawn
 // token `chosen` and the top `top_n` (found by radix selection, then sorted).
@@ -527,7 +518,7 @@ __device__ void WriteLogprobs(const float* __restrict__ x, const uint32_t* __res
   for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
     z += exp(static_cast<double>(Logit(x, mask, i)) - m);
   }
-  const double log_z = log(BlockSumDouble(z, scratch));
+  const double log_z = log(BlockSumOf(z, scratch));
   auto logprob = [&](float v) { return static_cast<float>(static_cast<double>(v) - m - log_z); };
   if (threadIdx.x == 0) out->logprob = logprob(Logit(x, mask, chosen));
   top_n = min(min(top_n, kMaxDeviceLogprobs), n);

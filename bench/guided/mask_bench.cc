@@ -10,14 +10,19 @@
 //   BM_FirstRequest/<grammar>/<vocab>    a fresh guide: compile, then a walk's masks and
 //                                        steps, tops made as they are met; per token
 //   BM_FirstRequestByWalk/<...>          the same, each mask one trie walk
+//   BM_AdvanceRows/<grammar>/<threads>  one iteration's guide steps for 32 rows (the
+//                                        state after each row's sampled token), one after
+//                                        another (threads 1) or on a ThreadPool, as
+//                                        IterationScheduler::AdvanceGuides runs them
 //   BM_ServedRequests/<grammar>/<vocab>/<served>  a guide serving: masks of 32 requests
 //                                        of 256 tokens (each drawn uniformly from those
 //                                        allowed, as a random model's are) after the guide
 //                                        served `served` such requests; per token, with
-//                                        the tops kept
+//                                        the tops kept and the guide's step per token
+//                                        (step_us: the state after a token)
 // Grammars: 0 the nested outline of bench/guided/guided_overhead.py --grammar, 1 any JSON
 // object (response_format json_object), 2 a recursive JSON schema (a tree of nodes),
-// 3 arithmetic.
+// 3 arithmetic, 4 (BM_ServedRequests only) guided_overhead.py's story schema.
 //
 // usage: orca-bench-guided-mask [google benchmark flags, e.g. --benchmark_out=m.json
 //        --benchmark_out_format=json]; plot: /usr/bin/python3 bench/guided/plot_masks.py m.json
@@ -35,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/thread_pool.h"
 #include "engine/guided/grammar_automaton.h"
 #include "engine/guided/json_schema.h"
 #include "engine/guided/token_guide.h"
@@ -58,16 +64,22 @@ term   ::= factor (ws [*/] ws factor)*
 factor ::= "0" | [1-9] [0-9]{0,3} | "(" ws expr ws ")" | "-" factor
 ws     ::= " "?
 )g";
-constexpr const char* kNesting[] = {"(", "{[", "{[", "("};  // bytes that open a level
+// bench/guided/guided_overhead.py --schema's: a title, a mood and a long story.
+constexpr const char* kStorySchema = R"json({"type": "object", "properties": {
+  "title": {"type": "string", "maxLength": 20},
+  "mood": {"enum": ["happy", "sad", "scary"]},
+  "story": {"type": "string", "minLength": 300, "maxLength": 600}},
+  "required": ["title", "mood", "story"], "additionalProperties": false})json";
+constexpr const char* kNesting[] = {"(", "{[", "{[", "(", "{"};  // bytes that open a level
 constexpr int kTokensPerWalk = 64;
 
 std::unique_ptr<const GrammarAutomaton> Compile(int64_t grammar) {
   absl::StatusOr<std::unique_ptr<const GrammarAutomaton>> g;
   if (grammar == 0) g = GrammarAutomaton::Compile(kOutline);
   if (grammar == 1) g = GrammarAutomaton::Compile(JsonObjectGrammar());
-  if (grammar == 2) {
-    absl::StatusOr<GbnfRules> rules =
-        JsonSchemaToGrammar(nlohmann::ordered_json::parse(kTreeSchema));
+  if (grammar == 2 || grammar == 4) {
+    absl::StatusOr<GbnfRules> rules = JsonSchemaToGrammar(
+        nlohmann::ordered_json::parse(grammar == 2 ? kTreeSchema : kStorySchema));
     if (!rules.ok()) std::abort();
     g = GrammarAutomaton::Compile(*rules);
   }
@@ -223,46 +235,105 @@ int32_t DrawAllowed(const std::vector<uint32_t>& mask, std::mt19937& rng) {
   return -1;
 }
 
+// Seconds a request's masks took, and its steps (the guide's state after each token:
+// what the scheduler computes for every guided row after each iteration).
+struct RequestSeconds {
+  double masks = 0, steps = 0;
+};
+
 // One request of `tokens` tokens through a TokenGuide-like loop: mask, draw, step.
-// Returns the seconds its masks took.
-double ServeRequest(const GrammarAutomaton& g, const TokenVocabulary& vocab, int tokens,
-                    std::mt19937& rng) {
+RequestSeconds ServeRequest(const GrammarAutomaton& g, const TokenVocabulary& vocab, int tokens,
+                            std::mt19937& rng) {
   std::vector<uint32_t> mask((static_cast<size_t>(vocab.size()) + 31) / 32);
-  double seconds = 0;
+  RequestSeconds out;
+  auto since = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   int32_t s = g.start();
   for (int step = 0; step < tokens; ++step) {
     std::fill(mask.begin(), mask.end(), 0u);
-    const auto t0 = std::chrono::steady_clock::now();
+    auto t0 = std::chrono::steady_clock::now();
     g.AllowTokens(s, vocab, mask);
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.masks += since(t0);
     const int32_t t = DrawAllowed(mask, rng);
     if (t < 0) break;
+    t0 = std::chrono::steady_clock::now();
     s = g.Walk(s, vocab.bytes(t));
+    out.steps += since(t0);
   }
-  return seconds;
+  return out;
 }
 
 void BM_ServedRequests(benchmark::State& state) {
   constexpr int kRequests = 32, kTokens = 256;
   const auto vocab = Vocabulary(state.range(1));
   size_t tops = 0;
+  double steps = 0;
   for (auto _ : state) {
     auto g = Compile(state.range(0));
     std::mt19937 rng(11);
     for (int64_t r = 0; r < state.range(2); ++r) ServeRequest(*g, *vocab, kTokens, rng);
-    double seconds = 0;
-    for (int r = 0; r < kRequests; ++r) seconds += ServeRequest(*g, *vocab, kTokens, rng);
-    state.SetIterationTime(seconds);
+    double masks = 0;
+    for (int r = 0; r < kRequests; ++r) {
+      const RequestSeconds s = ServeRequest(*g, *vocab, kTokens, rng);
+      masks += s.masks;
+      steps += s.steps;
+    }
+    state.SetIterationTime(masks);
     tops = g->num_top_masks();
   }
-  state.counters["per_token_us"] = benchmark::Counter(
-      static_cast<double>(kRequests * kTokens) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  const double tokens =
+      static_cast<double>(kRequests * kTokens) * static_cast<double>(state.iterations());
+  state.counters["per_token_us"] =
+      benchmark::Counter(tokens, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["step_us"] = steps * 1e6 / tokens;
   state.counters["kept_tops"] = static_cast<double>(tops);
 }
 
+void BM_AdvanceRows(benchmark::State& state) {
+  constexpr int kRows = 32, kSteps = 128;
+  const auto vocab = Vocabulary(32000);
+  auto g = Compile(state.range(0));
+  // Each row a request in progress: its states and the token sampled at each.
+  struct Row {
+    std::vector<int32_t> states, tokens;
+  };
+  std::vector<Row> rows(kRows);
+  std::mt19937 rng(5);
+  std::vector<uint32_t> mask((static_cast<size_t>(vocab->size()) + 31) / 32);
+  for (Row& row : rows) {
+    int32_t s = g->start();
+    for (int step = 0; step < kSteps; ++step) {
+      std::fill(mask.begin(), mask.end(), 0u);
+      g->AllowTokens(s, *vocab, mask);
+      const int32_t t = DrawAllowed(mask, rng);
+      if (t < 0) break;
+      row.states.push_back(s);
+      row.tokens.push_back(t);
+      s = g->Walk(s, vocab->bytes(t));
+    }
+  }
+  const int threads = static_cast<int>(state.range(1));
+  std::unique_ptr<ThreadPool> pool = threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
+  size_t step = 0;
+  auto advance = [&](int64_t i) {
+    const Row& row = rows[static_cast<size_t>(i)];
+    if (row.tokens.empty()) return;
+    const size_t at = step % row.tokens.size();
+    benchmark::DoNotOptimize(g->Walk(row.states[at], vocab->bytes(row.tokens[at])));
+  };
+  for (auto _ : state) {
+    if (pool != nullptr) {
+      pool->ParallelFor(kRows, advance);
+    } else {
+      for (int64_t i = 0; i < kRows; ++i) advance(i);
+    }
+    ++step;
+  }
+}
+
 void ServedArgs(benchmark::internal::Benchmark* b) {
-  for (int64_t grammar : {0, 1, 2, 3}) {
+  for (int64_t grammar : {0, 1, 2, 3, 4}) {
     for (int64_t served : {0, 32, 320}) b->Args({grammar, 32000, served});
   }
   b->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
@@ -280,6 +351,10 @@ BENCHMARK(BM_MaskFromTops)->Apply(Args);
 BENCHMARK(BM_FirstRequest)->Apply(Args);
 BENCHMARK(BM_FirstRequestByWalk)->Apply(Args);
 BENCHMARK(BM_ServedRequests)->Apply(ServedArgs);
+BENCHMARK(BM_AdvanceRows)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2, 8}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace orca

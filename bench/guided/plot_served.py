@@ -13,7 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-GRAMMARS = ["nested outline", "json_object", "tree schema", "arithmetic"]
+GRAMMARS = ["nested outline", "json_object", "tree schema", "arithmetic", "story schema"]
 
 
 def served(doc):

@@ -737,10 +737,8 @@ std::shared_ptr<const GrammarAutomaton::TopMask> GrammarAutomaton::MakeTopMask(
       if (!Bit(out->allowed, t)) out->dependent.push_back(t);
     }
   }
-  if (may_deepen && !out->dependent.empty()) {
-    out->deeper = true;
-  } else if (out->deeper) {
-  } else if (out->dependent.size() > static_cast<size_t>(vocab.size()) / 8) {
+  if (may_deepen && !out->dependent.empty()) out->deeper = true;
+  if (!out->deeper && out->dependent.size() > static_cast<size_t>(vocab.size()) / 8) {
     out->walk_instead = true;
   }
   if (out->deeper || out->walk_instead) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/common/status_macros.h"
@@ -429,13 +430,52 @@ ScheduledBatch IterationScheduler::Schedule() {
   return batch;
 }
 
+std::vector<int32_t> IterationScheduler::AdvanceGuides(const ScheduledBatch& batch,
+                                                       const IterationResult& result) {
+  const std::vector<ScheduledSequence>& seqs = batch.plan.seqs;
+  std::vector<int32_t> next(seqs.size(), kNotAdvanced);
+  struct Row {
+    size_t index;
+    const TokenGuide* guide;
+    int32_t state, token;
+  };
+  std::vector<Row> rows;
+  size_t k = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (!seqs[i].sample) continue;
+    const SampledToken* sample =
+        k < result.tokens.size() && result.tokens[k].seq_id == seqs[i].seq_id ? &result.tokens[k]
+                                                                              : nullptr;
+    ++k;
+    const Request* r = sample == nullptr ? nullptr : Get(seqs[i].seq_id);
+    if (r == nullptr || !r->guide || r->finished() || sample->token_id < 0) continue;
+    rows.push_back(Row{i, r->guide.get(), r->guide_state, sample->token_id});
+  }
+  auto advance = [&](int64_t j) {
+    const Row& row = rows[static_cast<size_t>(j)];
+    next[row.index] = row.guide->Next(row.state, row.token);
+  };
+  if (rows.size() < 2) {
+    for (size_t j = 0; j < rows.size(); ++j) advance(static_cast<int64_t>(j));
+    return next;
+  }
+  if (guide_pool_ == nullptr) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    guide_pool_ = std::make_unique<ThreadPool>(std::clamp(cores, 1, 8));
+  }
+  guide_pool_->ParallelFor(static_cast<int64_t>(rows.size()), advance);
+  return next;
+}
+
 std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batch,
                                                       const IterationResult& result) {
   std::vector<RequestUpdate> updates;
   if (batch.empty()) return updates;
   --inflight_batches_;
-  size_t k = 0, kp = 0;
+  const std::vector<int32_t> advanced = AdvanceGuides(batch, result);
+  size_t k = 0, kp = 0, row = 0;
   for (const ScheduledSequence& s : batch.plan.seqs) {
+    const int32_t advanced_state = advanced[row++];
     const SampledToken* sample = nullptr;
     if (s.sample) {
       if (k < result.tokens.size() && result.tokens[k].seq_id == s.seq_id)
@@ -509,7 +549,9 @@ std::vector<RequestUpdate> IterationScheduler::Update(const ScheduledBatch& batc
     // by the next plan's sampling rank, not here (DeferredTokenMask).
     bool guide_done = false, guide_stuck = false;
     if (r->guide && !is_stop) {
-      r->guide_state = r->guide->Next(r->guide_state, sample->token_id);
+      r->guide_state = advanced_state != kNotAdvanced
+                           ? advanced_state
+                           : r->guide->Next(r->guide_state, sample->token_id);
       guide_done = r->guide_state != TokenGuide::kDead && r->guide->complete(r->guide_state);
       guide_stuck = r->guide_state == TokenGuide::kDead;  // a token the mask refused
     }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/common/thread_pool.h"
 #include "engine/config/engine_config.h"
 #include "engine/kv/kv_block_pool.h"
 #include "engine/runner/iteration.h"
@@ -146,6 +147,15 @@ class IterationScheduler {
   void AddRowOfCompleted(Request& r, ScheduledBatch& batch);
   void ReleaseIfIdle(Request& r);
   Request* Get(uint64_t id);
+  // The guided rows' next states after `result`'s tokens, by the row's place in
+  // batch.plan.seqs (kNotAdvanced for rows without one), computed at once on
+  // guide_pool_: a grammar's step costs microseconds a token, which rows advanced one
+  // after another inside Update would add to every iteration (the GPU's, of a millisecond
+  // or two, most of all). Rows whose request finished or whose token is a stop token are
+  // advanced too and their states not used (a step changes nothing but the guide's
+  // memo of states).
+  static constexpr int32_t kNotAdvanced = -2;
+  std::vector<int32_t> AdvanceGuides(const ScheduledBatch& batch, const IterationResult& result);
 
   SchedulerConfig config_;
   KvBlockPool* pool_;
@@ -155,6 +165,8 @@ class IterationScheduler {
   std::deque<Request*> waiting_;   // arrival order; preempted requests keep their place
   std::vector<Request*> running_;  // admission order
   std::vector<std::unique_ptr<Request>> finished_;
+  // Advances guided rows in parallel (AdvanceGuides); made when a batch first has two.
+  std::unique_ptr<ThreadPool> guide_pool_;
   // Finished or preempted since the last non-empty plan (IterationPlan::released_seq_ids).
   std::vector<uint64_t> released_;
   int64_t next_admit_order_ = 0;
