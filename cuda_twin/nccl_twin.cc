@@ -10,8 +10,10 @@
 // launch per (communicator, stream), in call order; a dead peer turns into the async
 // error ncclRemoteError while the op waiting for it stays blocked on its stream until
 // ncclCommAbort (or ncclCommDestroy); ncclCommDestroy of a healthy communicator waits
-// for its enqueued ops. Calls on an aborted or destroyed communicator return
-// ncclInvalidUsage (the handle stays a valid tombstone; nothing is freed under it).
+// for its enqueued ops (of ops recorded into a CUDA graph, for the replays running).
+// Ops on a capturing stream are recorded with the graph and run at each replay. Calls on an aborted
+// or destroyed communicator return ncclInvalidUsage (the handle stays a valid tombstone; nothing is
+// freed under it).
 //
 // Differences, by design: reductions in rank order (bit-identical on every rank); a
 // mismatch between ranks (op kind, count, type) is detected and reported as
@@ -167,12 +169,24 @@ class InFlight {
 
 ncclResult_t Launch(const std::shared_ptr<CommState>& state, cudaStream_t stream,
                     std::vector<CommOp> ops) {
-  auto flight = std::make_shared<InFlight>(state);
-  const cudaError_t e = Enqueue(stream, [flight, ops = std::move(ops)]() {
-    const cudaError_t result = RunLaunch(*flight->state().mesh, ops);
-    flight->Done();
-    return result;
-  });
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing(stream, &capture);
+  if (e == cudaSuccess && capture != cudaStreamCaptureStatusNone) {
+    // Recorded into a graph that may run any number of times, or never: each run counts
+    // itself while it runs (a run still queued when the communicator goes finds its
+    // state kept alive here, its mesh closed).
+    e = Enqueue(stream, [state, ops = std::move(ops)]() {
+      InFlight flight(state);
+      return RunLaunch(*state->mesh, ops);
+    });
+  } else if (e == cudaSuccess) {
+    auto flight = std::make_shared<InFlight>(state);
+    e = Enqueue(stream, [flight, ops = std::move(ops)]() {
+      const cudaError_t result = RunLaunch(*flight->state().mesh, ops);
+      flight->Done();
+      return result;
+    });
+  }
   if (e != cudaSuccess) {
     return Fail(ncclUnhandledCudaError,
                 absl::StrCat("enqueue on stream failed: ", cudaGetErrorString(e)));

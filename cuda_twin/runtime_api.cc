@@ -475,6 +475,7 @@ const char* cudaGetErrorName(cudaError_t error) {
     ORCA_TWIN_NAME(cudaErrorLaunchFailure)
     ORCA_TWIN_NAME(cudaErrorNotSupported)
     ORCA_TWIN_NAME(cudaErrorIllegalAddress)
+    ORCA_TWIN_NAME(cudaErrorCapturedEvent)
     ORCA_TWIN_NAME(cudaErrorUnknown)
 #undef ORCA_TWIN_NAME
     default:
@@ -510,6 +511,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "operation not supported";
     case cudaErrorIllegalAddress:
       return "an illegal memory access was encountered";
+    case cudaErrorCapturedEvent:
+      return "operation not permitted on an event last recorded in a capturing stream";
     default:
       return "unknown error";
   }

@@ -153,6 +153,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
 struct EventRecord {
   StreamPoint point;
   std::chrono::steady_clock::time_point reached;
+  // Recorded while its stream captured: a node of the graph, no point on the stream.
+  // CUDA refuses to query, synchronise or time such an event (cudaErrorCapturedEvent).
+  bool captured = false;
 };
 
 struct Event {
@@ -409,6 +412,7 @@ cudaError_t RecordEvent(cudaEvent_t event, cudaStream_t stream) {
   if (e == nullptr || s == nullptr) return cudaErrorInvalidResourceHandle;
   auto record = std::make_shared<EventRecord>();
   record->point.stream = s;
+  record->captured = s->capturing();
   record->point.seq = Push(s, [record] {
     record->reached = std::chrono::steady_clock::now();
     return cudaSuccess;
@@ -423,6 +427,7 @@ cudaError_t SynchronizeEvent(cudaEvent_t event) {
   if (e == nullptr) return cudaErrorInvalidResourceHandle;
   std::shared_ptr<EventRecord> r = LastRecord(e);
   if (r == nullptr) return cudaSuccess;
+  if (r->captured) return cudaErrorCapturedEvent;
   r->point.stream->WaitFor(r->point.seq);
   return cudaSuccess;
 }
@@ -431,6 +436,7 @@ cudaError_t QueryEvent(cudaEvent_t event) {
   Event* e = Events().Find(event);
   if (e == nullptr) return cudaErrorInvalidResourceHandle;
   std::shared_ptr<EventRecord> r = LastRecord(e);
+  if (r != nullptr && r->captured) return cudaErrorCapturedEvent;
   return r == nullptr || r->point.stream->Reached(r->point.seq) ? cudaSuccess : cudaErrorNotReady;
 }
 
@@ -442,6 +448,7 @@ cudaError_t EventElapsedMs(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (!a->timing || !b->timing) return cudaErrorInvalidResourceHandle;
   std::shared_ptr<EventRecord> ra = LastRecord(a), rb = LastRecord(b);
   if (ra == nullptr || rb == nullptr) return cudaErrorInvalidResourceHandle;
+  if (ra->captured || rb->captured) return cudaErrorCapturedEvent;
   if (!ra->point.stream->Reached(ra->point.seq) || !rb->point.stream->Reached(rb->point.seq)) {
     return cudaErrorNotReady;
   }

@@ -7,6 +7,11 @@
 // operation has completed (Gloo's are blocking; NCCL's communicator waits for its
 // stream, so that a dead peer becomes an error instead of a hang: see
 // engine/comm/nccl/nccl_communicator.h). One communicator is used by one thread.
+//
+// CUDA graphs: a communicator whose operations run on the rank's stream (NCCL) may have
+// them recorded into a graph (SupportsCapture). A call made while that stream captures
+// only records the operation and returns; once the graph is replayed, AwaitEnqueued waits
+// for it as each call waits for its own operation, failure watch included.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +35,14 @@ class Communicator {
   virtual absl::Status Send(const float* data, size_t count, int peer) = 0;
   // Receives `count` float32 values from rank `peer` into `data`.
   virtual absl::Status Recv(float* data, size_t count, int peer) = 0;
+
+  // Whether a CUDA graph may record this communicator's operations (see above). Gloo's
+  // run on the host: no.
+  virtual bool SupportsCapture() const { return false; }
+  // Waits until the device has run everything enqueued on the rank's stream so far (the
+  // operations of a replayed graph among them), with the failure handling of an
+  // operation's own wait. Communicators whose calls complete before they return: OK.
+  virtual absl::Status AwaitEnqueued() { return absl::OkStatus(); }
 };
 
 }  // namespace orca

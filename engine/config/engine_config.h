@@ -68,7 +68,7 @@ struct DeviceOptions {
   int32_t threads = 0;           // CPU threads of this process; 0 = the CPU limit
   double memory_fraction = 0.9;  // CUDA: share of device memory for weights + KV + work
   bool sample_on_device = true;  // CUDA: draw tokens on the GPU where the request allows
-  bool cuda_graphs = true;       // CUDA, one rank: decode-only iterations from graphs
+  bool cuda_graphs = true;       // CUDA: decode-only iterations from graphs
 };
 
 // How much KV cache each rank allocates (engine/runner/kv_cache_sizing.h sizes it).

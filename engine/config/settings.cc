@@ -207,10 +207,11 @@ std::vector<Setting> BuildSettings() {
                    "host"));
   s.push_back(Bool("device.cuda_graphs", "cuda-graphs", &C::device, &DeviceOptions::cuda_graphs,
                    kCompute,
-                   "CUDA, one rank per model: replay decode-only iterations from CUDA graphs "
-                   "recorded per batch-size bucket (1-256 sequences; a bucket's first "
-                   "iteration records it), one launch instead of hundreds; false: every "
-                   "iteration launches its kernels one by one (eager)"));
+                   "CUDA: replay decode-only iterations from CUDA graphs recorded per "
+                   "batch-size bucket (1-256 sequences; a bucket's first iteration records "
+                   "it), one launch instead of hundreds, in NCCL groups with the "
+                   "all-reduces and pipeline sends inside; false: every iteration launches "
+                   "its kernels one by one (eager)"));
   // kv_cache
   s.push_back(Int("kv_cache.block_size", "block-size", &C::kv_cache, &KvCacheOptions::block_size, 1,
                   1024, kServing | kGenerate, "KV cache block size in tokens"));

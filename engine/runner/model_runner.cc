@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   r->shard_ = options.shard;
   ORCA_ASSIGN_OR_RETURN(r->config_, LoadModelConfig(model_dir));
   ORCA_RETURN_IF_ERROR(ValidateModelShard(r->config_, r->shard_));
+  r->graphs_requested_ = options.graphs && backend->SupportsGraphs();
   ORCA_RETURN_IF_ERROR(r->SetCommunicators(options.tp_comm, options.pp_comm));
   ORCA_ASSIGN_OR_RETURN(auto ckpt, Checkpoint::Open(model_dir));
   ORCA_ASSIGN_OR_RETURN(r->weights_,
@@ -58,7 +59,6 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   const int32_t threads = options.sampler_threads > 0 ? options.sampler_threads : AvailableCpus();
   if (threads > 1 && r->shard_.samples()) r->sampler_pool_ = std::make_unique<ThreadPool>(threads);
   r->sample_on_backend_ = options.sample_on_backend && backend->Sampling().supported;
-  r->graphs_enabled_ = options.graphs && backend->SupportsGraphs() && r->shard_.world_size() == 1;
   return r;
 }
 
@@ -133,8 +133,24 @@ absl::Status ModelRunner::SetCommunicators(Communicator* tp_comm, Communicator* 
         absl::StrCat("rank ", shard_.rank(), " of a group of ", shard_.world_size(),
                      " needs a group communicator of that rank and size"));
   }
+  // Graphs recorded the old communicators' operations.
+  graphs_.clear();
   tp_comm_ = tp_comm;
   pp_comm_ = pp_comm;
+  graphs_enabled_ = graphs_requested_ && (shard_.tensor == 1 || tp_comm_->SupportsCapture()) &&
+                    (shard_.pipeline == 1 || pp_comm_->SupportsCapture());
+  return absl::OkStatus();
+}
+
+void ModelRunner::ReleaseCommunicators() {
+  graphs_.clear();
+  tp_comm_ = nullptr;
+  pp_comm_ = nullptr;
+}
+
+absl::Status ModelRunner::AwaitCommunicators() {
+  if (shard_.tensor > 1) ORCA_RETURN_IF_ERROR(tp_comm_->AwaitEnqueued());
+  if (shard_.pipeline > 1) ORCA_RETURN_IF_ERROR(pp_comm_->AwaitEnqueued());
   return absl::OkStatus();
 }
 
@@ -358,7 +374,11 @@ absl::Status ModelRunner::RunGraph(const GraphShape& shape,
   const std::pair<int32_t, int32_t> key = {shape.seqs, shape.kv};
   if (auto it = graphs_.find(key); it != graphs_.end() && it->second.generation == generation) {
     ++graph_replays_;
-    return backend_->Replay(*it->second.graph);
+    ORCA_RETURN_IF_ERROR(backend_->Replay(*it->second.graph));
+    // In a group the graph holds the iteration's all-reduces and sends: wait for them
+    // here, watching the peers, as the communicator's own calls do (the synchronous
+    // copies that follow would wait for ever on a peer that died).
+    return AwaitCommunicators();
   }
   // The bucket's first iteration, or its buffers moved: run it op by op (which also grows
   // every workspace to this shape and gives this iteration its result), then record the
@@ -386,6 +406,11 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& given,
                                                      std::vector<SequencePromptLogprobs>* prompt,
                                                      bool logits_to_host) {
   ORCA_RETURN_IF_ERROR(ValidatePlan(given));
+  if ((shard_.tensor > 1 && tp_comm_ == nullptr) || (shard_.pipeline > 1 && pp_comm_ == nullptr)) {
+    return absl::FailedPreconditionError(
+        "the runner's communicators were released (ReleaseCommunicators); SetCommunicators "
+        "first");
+  }
   // A decode-only plan runs from the graph of its shape (GraphShapeOf): padded with
   // sequences that decode token 0 at position 0 into no KV slot, every block table
   // exactly the shape's context wide, and the attention launched for that context.

@@ -59,8 +59,9 @@ struct ModelRunnerOptions {
   // to the host and SampleToken draws them (the same tokens; benchmarks compare).
   bool sample_on_backend = true;
   // Replay decode-only iterations from graphs recorded per batch-size bucket where the
-  // backend has them (Backend::SupportsGraphs: CUDA graphs) and the runner is the whole
-  // model on one rank. false: every iteration issues its operations one by one.
+  // backend has them (Backend::SupportsGraphs: CUDA graphs) and, in a group, the
+  // communicators' operations can be recorded with them (Communicator::SupportsCapture:
+  // NCCL). false: every iteration issues its operations one by one.
   bool graphs = true;
 };
 
@@ -107,8 +108,12 @@ class ModelRunner {
   const ModelConfig& config() const { return config_; }
   const ModelShard& shard() const { return shard_; }
   // Replaces the communicators (a serving group re-initialised with the same layout);
-  // they must fit the shard as in Create.
+  // they must fit the shard as in Create. Drops the graphs recorded with the old ones.
   absl::Status SetCommunicators(Communicator* tp_comm, Communicator* pp_comm);
+  // Drops the communicators and the graphs that recorded their operations, before the
+  // communicators are destroyed (a group's session ended). Execute fails with
+  // FailedPrecondition until SetCommunicators.
+  void ReleaseCommunicators();
   int32_t num_kv_blocks() const { return kv_shape_.num_blocks; }
   int32_t block_size() const { return kv_shape_.block_size; }
   DType kv_cache_dtype() const { return kv_shape_.dtype; }
@@ -189,6 +194,8 @@ class ModelRunner {
   // Runs `body` (the device work of one decode plan padded to `shape`) from the shape's
   // graph: replays it, or runs `body` op by op and records it.
   absl::Status RunGraph(const GraphShape& shape, const std::function<absl::Status()>& body);
+  // After a replay in a group: waits for the graph's communication (AwaitEnqueued).
+  absl::Status AwaitCommunicators();
   // Runs fn(0..n-1) on the sampler's threads (or this one).
   void ParallelRows(int64_t n, const std::function<void(int64_t)>& fn);
   // `layer` indexes the shard's layers. Each layer adds the previous one's output (left
@@ -218,7 +225,8 @@ class ModelRunner {
     // names buffers, and is recorded again once any has moved.
     std::pair<int64_t, int64_t> generation;
   };
-  bool graphs_enabled_ = false;
+  bool graphs_requested_ = false;  // options.graphs, and the backend has graphs
+  bool graphs_enabled_ = false;    // ... and the communicators can be recorded
   std::map<std::pair<int32_t, int32_t>, CapturedGraph> graphs_;  // by (seqs, kv)
   int64_t buffers_generation_ = 0;  // bumped whenever the runner's own buffers move
   int64_t graph_replays_ = 0;

@@ -280,6 +280,8 @@ absl::Status WorkerRank::Run() {
     ready_ = false;
     plan_started_ns_ = 0;
     if (in_group_) SetInGroup(false);
+    // The runner's graphs recorded these communicators' operations: they go first.
+    if (runner_) runner_->ReleaseCommunicators();
     tp_comm_.reset();
     pp_comm_.reset();
     {
@@ -506,9 +508,11 @@ absl::Status WorkerRank::Session() {
     IterationPlan plan = *std::move(decoded);
     plan_ = plan.iteration;
     plan_started_ns_ = absl::ToUnixNanos(absl::Now());
+    const int64_t replays = runner_->graph_replays();
     absl::StatusOr<IterationResult> result = runner_->Execute(plan);
     plan_started_ns_ = 0;
     ++iterations_;
+    graph_replays_ += runner_->graph_replays() - replays;
     v1::WorkerMessage out;
     if (!result.ok()) {
       // A plan the runner rejects is rejected by every rank before any data-plane

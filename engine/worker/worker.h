@@ -89,6 +89,9 @@ class WorkerRank {
 
   bool ready() const { return ready_.load(); }
   int64_t iterations() const { return iterations_.load(); }
+  // Iterations this rank replayed from CUDA graphs (ModelRunner::graph_replays), over
+  // its runners so far.
+  int64_t graph_replays() const { return graph_replays_.load(); }
   uint64_t generation() const { return generation_.load(); }
 
  private:
@@ -106,6 +109,7 @@ class WorkerRank {
   std::unique_ptr<Communicator> pp_comm_;  // the whole group: activations between stages
   std::atomic<bool> ready_{false};
   std::atomic<int64_t> iterations_{0};
+  std::atomic<int64_t> graph_replays_{0};
   std::atomic<uint64_t> generation_{0};
   // True once the current session's stream has ended: NCCL communicators give up.
   std::atomic<bool> session_ended_{false};

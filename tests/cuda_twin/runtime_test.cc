@@ -234,7 +234,8 @@ TEST(Runtime, StreamOrderedFreeWaitsForEarlierWork) {
 
 // Stream capture records the work instead of running it; each launch of the graph runs
 // it again on what memory holds then. Synchronising, or copying pageable host memory,
-// while capturing fails as on a GPU and loses the capture.
+// while capturing fails as on a GPU and loses the capture; an event recorded in a
+// capture cannot be waited for.
 TEST(Runtime, CapturedGraphsReplayTheirWork) {
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
@@ -278,6 +279,24 @@ TEST(Runtime, CapturedGraphsReplayTheirWork) {
   (void)cudaGetLastError();
   EXPECT_EQ(cudaStreamIsCapturing(s, &status), cudaSuccess);
   EXPECT_EQ(status, cudaStreamCaptureStatusNone);
+
+  // An event recorded while the stream captures is a node of the graph, no point on the
+  // stream: querying or waiting for it fails, during the capture and after, until it is
+  // recorded again (so host code cannot wait for work that only a replay will run).
+  cudaEvent_t ev;
+  ASSERT_EQ(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(ev, s), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(ev), cudaErrorCapturedEvent);
+  if (cudaStreamEndCapture(s, &graph) == cudaSuccess) {
+    EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  }
+  EXPECT_EQ(cudaEventSynchronize(ev), cudaErrorCapturedEvent);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaEventRecord(ev, s), cudaSuccess);
+  EXPECT_EQ(cudaEventSynchronize(ev), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(ev), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(ev), cudaSuccess);
   EXPECT_EQ(cudaFree(src), cudaSuccess);
   EXPECT_EQ(cudaFree(dst), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);

@@ -1,5 +1,6 @@
-// The NCCL communicator on the CUDA backend's stream: a one-rank group on any GPU, and
-// all-reduce plus send/recv across two ranks (threads) where two GPUs exist.
+// The NCCL communicator on the CUDA backend's stream: a one-rank group on any GPU (its
+// operations called and replayed from a CUDA graph), and all-reduce plus send/recv
+// across two ranks (threads) where two GPUs exist.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -38,6 +39,48 @@ TEST(NcclCommunicatorTest, SingleRankAllReduceIsIdentity) {
   EXPECT_EQ(out, host);
   EXPECT_EQ((*comm)->Send(static_cast<float*>((*buf)->data()), 1, 0).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The communicator's operations recorded into a CUDA graph with the backend's: recording
+// waits for nothing (a wait on a captured event is an error on a GPU), each replay runs
+// the recording again, and AwaitEnqueued sees it through.
+TEST(NcclCommunicatorTest, SingleRankOperationsReplayFromAGraph) {
+  ORCA_REQUIRE_GPU();
+  auto backend = CudaBackend::Create({});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto id = NewNcclUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto comm = CreateNcclCommunicator(*id, 0, 1, (*backend)->device(), (*backend)->stream());
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  ASSERT_TRUE((*comm)->SupportsCapture());
+  std::vector<float> host(1024);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
+  auto buf = (*backend)->Allocate(host.size() * sizeof(float));
+  ASSERT_TRUE(buf.ok());
+  ASSERT_TRUE(
+      (*backend)->CopyToDevice((*buf)->data(), host.data(), host.size() * sizeof(float)).ok());
+  Tensor t;
+  t.data = (*buf)->data();
+  t.rows = 1;
+  t.cols = static_cast<int64_t>(host.size());
+  ASSERT_TRUE((*backend)->BeginCapture().ok());
+  (*backend)->Add(t, t);  // doubles
+  absl::Status recorded = (*comm)->AllReduceSum(t.f32(), host.size());
+  auto graph = (*backend)->EndCapture();
+  ASSERT_TRUE(recorded.ok()) << recorded;
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<float> out(host.size());
+  ASSERT_TRUE((*backend)->CopyToHost(out.data(), t.data, out.size() * sizeof(float)).ok());
+  EXPECT_EQ(out, host) << "recording ran the operations";
+  for (float factor : {2.0f, 4.0f}) {
+    ASSERT_TRUE((*backend)->Replay(**graph).ok());
+    absl::Status awaited = (*comm)->AwaitEnqueued();
+    ASSERT_TRUE(awaited.ok()) << awaited;
+    ASSERT_TRUE((*backend)->CopyToHost(out.data(), t.data, out.size() * sizeof(float)).ok());
+    for (size_t i = 0; i < host.size(); ++i) ASSERT_EQ(out[i], host[i] * factor) << i;
+  }
+  // The communicator is intact: an ordinary call still completes.
+  EXPECT_TRUE((*comm)->AllReduceSum(t.f32(), host.size()).ok());
 }
 
 TEST(NcclCommunicatorTest, TwoRanksAllReduceAndSendRecv) {

@@ -87,6 +87,13 @@ class NcclCommunicator : public Communicator {
         ORCA_CUDA_STATUS(ncclRecv(data, count, ncclFloat32, peer, comm_, options_.stream)));
   }
 
+  bool SupportsCapture() const override { return true; }
+
+  absl::Status AwaitEnqueued() override {
+    ORCA_RETURN_IF_ERROR(Ready());
+    return AwaitCompletion({"the operations of a replayed CUDA graph", 0, -1});
+  }
+
  private:
   // An operation, named in errors only (so the hot path builds no strings).
   struct Op {
@@ -94,6 +101,7 @@ class NcclCommunicator : public Communicator {
     size_t count;
     int peer;  // -1: a collective
     std::string Describe() const {
+      if (count == 0) return kind;
       return peer < 0
                  ? absl::StrCat(kind, " of ", count, " floats")
                  : absl::StrCat(kind, " of ", count, " floats ",
@@ -113,7 +121,17 @@ class NcclCommunicator : public Communicator {
 
   // Given the status of enqueueing `op`: waits for it to complete. A failed enqueue
   // aborts the communicator too, since the peers have enqueued their side and wait.
+  // While the stream captures, `op` was only recorded into a graph: nothing to wait for,
+  // and no peer waits on a failure to record it.
   absl::Status Complete(const Op& op, const absl::Status& enqueued) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(options_.stream, &capture) == cudaSuccess &&
+        capture != cudaStreamCaptureStatusNone) {
+      if (enqueued.ok()) return absl::OkStatus();
+      return absl::Status(enqueued.code(),
+                          absl::StrCat("nccl rank ", rank_, " of ", world_size_, ": recording ",
+                                       op.Describe(), " into a CUDA graph: ", enqueued.message()));
+    }
     if (!enqueued.ok()) return Abort(op.Describe(), enqueued);
     return AwaitCompletion(op);
   }

@@ -20,6 +20,12 @@
 // fresh communicators. The price is one host wait per operation (the host cannot queue
 // kernels beyond a collective), small next to a decode step's all-reduce count.
 //
+// CUDA graphs (SupportsCapture: yes): a call made while options.stream captures only
+// records its operation and returns at once (nothing runs, so nothing is awaited, and a
+// failure to record is returned without aborting: no peer waits on it). After replaying
+// such a graph the caller calls AwaitEnqueued, which waits for the stream exactly as a
+// call waits for its own operation (the same watch, abort and Unavailable error).
+//
 // Errors are Status values naming the call; none is InvalidArgument once an operation
 // was enqueued, since the peers are then waiting on it. One communicator is used by one
 // thread at a time; `options.cancel` may be set from any thread.

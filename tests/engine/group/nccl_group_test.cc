@@ -8,8 +8,10 @@
 // With NCCL and enough CUDA devices (a multi-GPU machine, or the CUDA twin with
 // ORCA_CUDA_TWIN_DEVICES): an engine over a CUDA group of WorkerRank threads generates
 // exactly the local CPU engine's greedy tokens for layouts 1x2, 2x1 and 2x2 (chunked
-// prefill and prefix caching on), and a rank lost mid-request fails the request
-// retriably, after which the group re-forms and answers again. Skipped otherwise.
+// prefill and prefix caching on; decode-only iterations replayed from CUDA graphs, and
+// 2x2 again without), a rank lost mid-request fails the request retriably, after which
+// the group re-forms and answers again, and operations recorded into a graph run at each
+// replay and are awaited with the failure watch of a call. Skipped otherwise.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -21,6 +23,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -345,11 +348,13 @@ const std::vector<std::vector<int32_t>>& CpuTokens(const std::string& dir) {
   return *tokens;
 }
 
-class NcclGroupLayoutTest : public ::testing::TestWithParam<std::pair<int32_t, int32_t>> {};
+// (pipeline, tensor, CUDA graphs): with graphs, every rank replays its decode-only
+// iterations, all-reduces and sends/receives included, from graphs.
+class NcclGroupLayoutTest : public ::testing::TestWithParam<std::tuple<int32_t, int32_t, bool>> {};
 
 TEST_P(NcclGroupLayoutTest, EngineOverCudaGroupMatchesLocalCpuEngine) {
   ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
-  const auto [pipeline, tensor] = GetParam();
+  const auto [pipeline, tensor, graphs] = GetParam();
   const int32_t world = pipeline * tensor;
   ORCA_REQUIRE_CUDA_DEVICES(world);
   const auto& cpu = CpuTokens(dir);
@@ -358,7 +363,11 @@ TEST_P(NcclGroupLayoutTest, EngineOverCudaGroupMatchesLocalCpuEngine) {
   ASSERT_TRUE(group.ok()) << group.status();
   GroupExecutor* exec = group->get();
   Ranks ranks(dir, exec->port(), tensor);
-  for (int32_t rank = 0; rank < world; ++rank) ranks.StartRank(rank, Device::kCuda);
+  for (int32_t rank = 0; rank < world; ++rank) {
+    WorkerOptions options = ranks.Options(rank, Device::kCuda);
+    options.device.cuda_graphs = graphs;
+    ranks.Start(rank, std::move(options));
+  }
   ASSERT_TRUE(exec->WaitReady(absl::Seconds(120))) << "the CUDA group did not form in 120 s";
   auto engine = Engine::Create(EngineOptionsFor(dir), std::move(*group));
   ASSERT_TRUE(engine.ok()) << engine.status();
@@ -372,13 +381,24 @@ TEST_P(NcclGroupLayoutTest, EngineOverCudaGroupMatchesLocalCpuEngine) {
   EXPECT_EQ(RunRequests(**engine, {Requests()[1]}, absl::Seconds(180)),
             std::vector<std::vector<int32_t>>{cpu[1]});
   (*engine)->Stop();
+  for (int32_t rank = 0; rank < world; ++rank) {
+    const int64_t replays = ranks.worker(rank).graph_replays();
+    if (graphs) {
+      EXPECT_GT(replays, 0) << "rank " << rank << " replayed no graph";
+    } else {
+      EXPECT_EQ(replays, 0) << "rank " << rank;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, NcclGroupLayoutTest,
-                         ::testing::Values(std::make_pair(1, 2), std::make_pair(2, 1),
-                                           std::make_pair(2, 2)),
+                         ::testing::Values(std::make_tuple(1, 2, true), std::make_tuple(2, 1, true),
+                                           std::make_tuple(2, 2, true),
+                                           std::make_tuple(2, 2, false)),
                          [](const auto& info) {
-                           return absl::StrCat("pp", info.param.first, "_tp", info.param.second);
+                           return absl::StrCat("pp", std::get<0>(info.param), "_tp",
+                                               std::get<1>(info.param),
+                                               std::get<2>(info.param) ? "" : "_eager");
                          });
 
 // A group that sizes its KV cache by its ranks' memory, with the engine created before
@@ -490,7 +510,8 @@ TEST(NcclGroupFailureTest, LostRankFailsRequestRetriablyAndGroupReforms) {
 struct TwoRanks {
   std::unique_ptr<CudaBackend> backend[2];
   std::unique_ptr<Communicator> comm[2];
-  std::unique_ptr<DeviceBuffer> buf;  // 64 floats on rank 0
+  std::unique_ptr<DeviceBuffer> buf;   // 64 floats on rank 0
+  std::unique_ptr<DeviceBuffer> buf1;  // 64 floats on rank 1
 };
 
 void MakeTwoRanks(absl::Duration timeout, const std::atomic<bool>* cancel, TwoRanks& out) {
@@ -521,6 +542,84 @@ void MakeTwoRanks(absl::Duration timeout, const std::atomic<bool>* cancel, TwoRa
   auto buf = out.backend[0]->Allocate(64 * sizeof(float));
   ASSERT_TRUE(buf.ok()) << buf.status();
   out.buf = std::move(*buf);
+  auto buf1 = out.backend[1]->Allocate(64 * sizeof(float));
+  ASSERT_TRUE(buf1.ok()) << buf1.status();
+  out.buf1 = std::move(*buf1);
+}
+
+// Records rank r's all-reduce of its 64 floats into a CUDA graph of its backend.
+std::unique_ptr<BackendGraph> RecordAllReduce(TwoRanks& ranks, int r) {
+  float* data = static_cast<float*>((r == 0 ? ranks.buf : ranks.buf1)->data());
+  EXPECT_TRUE(ranks.comm[r]->SupportsCapture());
+  absl::Status began = ranks.backend[r]->BeginCapture();
+  EXPECT_TRUE(began.ok()) << began;
+  if (!began.ok()) return nullptr;
+  // Only recorded: returns at once although the peer has not joined.
+  absl::Status recorded = ranks.comm[r]->AllReduceSum(data, 64);
+  EXPECT_TRUE(recorded.ok()) << recorded;
+  auto graph = ranks.backend[r]->EndCapture();
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return graph.ok() ? std::move(*graph) : nullptr;
+}
+
+// Both ranks record an all-reduce into a graph; nothing runs until they replay it, and
+// each replay sums again once AwaitEnqueued has seen it through.
+TEST(NcclCommunicatorFailureTest, RecordedOperationsRunAtEachReplay) {
+  ORCA_REQUIRE_CUDA_DEVICES(2);
+  TwoRanks ranks;
+  ASSERT_NO_FATAL_FAILURE(MakeTwoRanks(absl::Seconds(30), nullptr, ranks));
+  float* data[2] = {static_cast<float*>(ranks.buf->data()),
+                    static_cast<float*>(ranks.buf1->data())};
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<float> init(64, r == 0 ? 1.0f : 2.0f);
+    ASSERT_TRUE(ranks.backend[r]->CopyToDevice(data[r], init.data(), 64 * sizeof(float)).ok());
+  }
+  std::unique_ptr<BackendGraph> graph[2] = {RecordAllReduce(ranks, 0), RecordAllReduce(ranks, 1)};
+  ASSERT_TRUE(graph[0] != nullptr && graph[1] != nullptr);
+  std::vector<float> back(64);
+  ASSERT_TRUE(ranks.backend[0]->CopyToHost(back.data(), data[0], 64 * sizeof(float)).ok());
+  EXPECT_EQ(back, std::vector<float>(64, 1.0f)) << "recording ran the all-reduce";
+  for (float want : {3.0f, 6.0f}) {
+    absl::Status status[2];
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        status[r] = ranks.backend[r]->Replay(*graph[r]);
+        if (status[r].ok()) status[r] = ranks.comm[r]->AwaitEnqueued();
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+      ASSERT_TRUE(ranks.backend[r]->CopyToHost(back.data(), data[r], 64 * sizeof(float)).ok());
+      EXPECT_EQ(back, std::vector<float>(64, want)) << "rank " << r;
+    }
+  }
+}
+
+// A rank that replays a recorded all-reduce its peer never runs: AwaitEnqueued gives up
+// after the timeout as the call itself would, aborts, and later calls fail at once.
+TEST(NcclCommunicatorFailureTest, AReplayThePeerNeverJoinsTimesOutAndAborts) {
+  ORCA_REQUIRE_CUDA_DEVICES(2);
+  TwoRanks ranks;
+  ASSERT_NO_FATAL_FAILURE(MakeTwoRanks(absl::Seconds(1), nullptr, ranks));
+  std::unique_ptr<BackendGraph> graph = RecordAllReduce(ranks, 0);
+  ASSERT_TRUE(graph != nullptr);
+  ASSERT_TRUE(ranks.backend[0]->Replay(*graph).ok());
+  absl::Time t0 = absl::Now();
+  absl::Status s = ranks.comm[0]->AwaitEnqueued();
+  const absl::Duration waited = absl::Now() - t0;
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("replayed CUDA graph"));
+  EXPECT_GE(waited, absl::Milliseconds(900));
+  EXPECT_LT(waited, absl::Seconds(15)) << "the wait outlived its timeout";
+  t0 = absl::Now();
+  s = ranks.comm[0]->AwaitEnqueued();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("aborted after an earlier failure"));
+  EXPECT_LT(absl::Now() - t0, absl::Milliseconds(500));
+  graph.reset();
+  EXPECT_TRUE(ranks.backend[0]->Synchronize().ok());
 }
 
 TEST(NcclCommunicatorFailureTest, StalledPeerTimesOutAbortsAndLaterCallsFailFast) {
