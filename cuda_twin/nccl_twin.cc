@@ -11,9 +11,9 @@
 // error ncclRemoteError while the op waiting for it stays blocked on its stream until
 // ncclCommAbort (or ncclCommDestroy); ncclCommDestroy of a healthy communicator waits
 // for its enqueued ops (of ops recorded into a CUDA graph, for the replays running).
-// Ops on a capturing stream are recorded with the graph and run at each replay. Calls on an aborted
-// or destroyed communicator return ncclInvalidUsage (the handle stays a valid tombstone; nothing is
-// freed under it).
+// Ops on a capturing stream are recorded with the graph and run at each replay. Calls
+// on an aborted or destroyed communicator return ncclInvalidUsage (the handle stays a
+// valid tombstone; nothing is freed under it).
 //
 // Differences, by design: reductions in rank order (bit-identical on every rank); a
 // mismatch between ranks (op kind, count, type) is detected and reported as

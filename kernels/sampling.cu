@@ -183,7 +183,9 @@ __device__ void DrawInIdOrder(const float* __restrict__ x, const uint32_t* __res
 // where the measure reaches the target fixes that digit; four passes find the last key
 // in the prefix, and among the tokens tied at it the ids are selected the same way
 // (counts only). Only a search's first pass weighs every token it looks at (a double
-// exp each, as the host computes them); the later ones weigh one bin's tokens. A row
+// exp each, as the host computes them); the later ones weigh one bin's tokens. A target
+// that is a share of the whole (top-p's, the draw's) comes from that first pass's bins,
+// which hold every token of the set searched. A row
 // costs about a dozen passes over the vocabulary (bisection took over a hundred, each
 // with exps; H200, 2026-11-29: 13 ms for one top-p row of 128,256 tokens).
 //
@@ -251,7 +253,34 @@ struct RadixBins {
   unsigned long long weight[256];
   int digit;                 // the bin chosen (-1: none)
   unsigned long long below;  // the measure before it in the scan's order
+  unsigned long long total;  // the measure in every bin (Row::BinsTotal)
 };
+
+// What a search's measure must reach: `amount`, or with `fraction` >= 0 that fraction of
+// the measure of the whole set searched, rounded up or truncated. The first radix pass
+// puts every token of the set in a bin, so their total is that measure, to the last unit
+// (fixed point): no pass of its own.
+struct Target {
+  unsigned long long amount = 0;
+  double fraction = -1.0;
+  bool round_up = false;
+
+  __device__ unsigned long long Of(unsigned long long total) const {
+    const double t = fraction * static_cast<double>(total);
+    return static_cast<unsigned long long>(round_up ? ceil(t) : t);
+  }
+};
+__device__ __forceinline__ Target Amount(unsigned long long amount) {
+  Target t;
+  t.amount = amount;
+  return t;
+}
+__device__ __forceinline__ Target FractionOfTotal(double fraction, bool round_up) {
+  Target t;
+  t.fraction = fraction;
+  t.round_up = round_up;
+  return t;
+}
 
 // The shortest prefix a search found: `found` false when no prefix reaches the target
 // (rounding), `last` an id bound, or the prefix's last token itself when asked for.
@@ -270,22 +299,12 @@ struct Row {
   double temperature;
   double scale;  // 2^(62 - bits of n)
   RadixBins* bins;
-  unsigned long long* scratch;  // 32 entries of shared memory
 
   __device__ double Weight(float v) const {
     return exp((static_cast<double>(v) - top) / temperature);
   }
   __device__ unsigned long long Fixed(float v) const {
     return static_cast<unsigned long long>(Weight(v) * scale);
-  }
-
-  // The fixed-point weight of the tokens of `p`, to every thread.
-  __device__ unsigned long long Measure(const Prefix& p) const {
-    unsigned long long m = 0;
-    ForEachLogit(x, mask, 0, n, [&](int32_t i, float v) {
-      if (In(p, Key(v), i)) m += Fixed(v);
-    });
-    return BlockSumOf(m, scratch);
   }
 
   // Thread 0 scans the bins (from digit 255 down when `descending`, else from 0 up) for
@@ -311,6 +330,18 @@ struct Row {
       bins->below = below;
     }
     __syncthreads();
+  }
+
+  // The measure (count, or fixed-point weight) in all the bins, to every thread.
+  __device__ unsigned long long BinsTotal(bool count) const {
+    __syncthreads();  // the bins are complete
+    if (threadIdx.x == 0) {
+      unsigned long long total = 0;
+      for (int d = 0; d < 256; ++d) total += count ? bins->count[d] : bins->weight[d];
+      bins->total = total;
+    }
+    __syncthreads();
+    return bins->total;
   }
 
   __device__ void ClearBins() const {
@@ -345,10 +376,11 @@ struct Row {
   }
 
   // The shortest prefix of `within` whose measure (count, or fixed-point weight) reaches
-  // `target` (exceeds it when `strict`). With `exact_last` its last id is its last
+  // `goal` (exceeds it when `strict`). With `exact_last` its last id is its last
   // token's; otherwise, when the prefix takes every token tied at its key, an id bound.
-  __device__ Found ShortestPrefix(const Prefix& within, bool count, unsigned long long target,
-                                  bool strict, bool exact_last) const {
+  __device__ Found ShortestPrefix(const Prefix& within, bool count, const Target& goal, bool strict,
+                                  bool exact_last) const {
+    unsigned long long target = goal.amount;
     auto reaches = [&](unsigned long long m) { return strict ? m > target : m >= target; };
     uint32_t key = 0;              // the digits chosen so far
     unsigned long long above = 0;  // the measure of within's tokens above every key with them
@@ -363,6 +395,7 @@ struct Row {
         atomicAdd(&bins->count[d], 1u);
         if (!count) atomicAdd(&bins->weight[d], Fixed(v));
       });
+      if (shift == 24 && goal.fraction >= 0.0) target = goal.Of(BinsTotal(count));
       Scan(count, true, above, reaches);
       if (bins->digit < 0) return Found{within, false};
       above = bins->below;
@@ -407,15 +440,14 @@ __device__ __forceinline__ double FixedScale(int32_t n) {
 }
 
 // A row for counting only (no weights): top-k and logprobs' top N.
-__device__ Row CountingRow(const float* x, const uint32_t* mask, int32_t n, RadixBins* bins,
-                           unsigned long long* scratch) {
-  return Row{x, mask, n, 0.0, 1.0, 1.0, bins, scratch};
+__device__ Row CountingRow(const float* x, const uint32_t* mask, int32_t n, RadixBins* bins) {
+  return Row{x, mask, n, 0.0, 1.0, 1.0, bins};
 }
 
 // A row that weighs its tokens against its top logit `top` at `temperature`.
 __device__ Row WeighingRow(const float* x, const uint32_t* mask, int32_t n, float top,
-                           float temperature, RadixBins* bins, unsigned long long* scratch) {
-  Row row = CountingRow(x, mask, n, bins, scratch);
+                           float temperature, RadixBins* bins) {
+  Row row = CountingRow(x, mask, n, bins);
   row.top = top;
   row.temperature = temperature;
   row.scale = FixedScale(n);
@@ -473,16 +505,15 @@ __device__ int32_t GatherSorted(const float* __restrict__ x, const uint32_t* __r
 __device__ void DrawByThreshold(const float* __restrict__ x, const uint32_t* __restrict__ mask,
                                 int32_t n, const DeviceSamplingParams& p, float* sv, int32_t* si,
                                 int32_t* token) {
-  __shared__ unsigned long long scratch[32];
   __shared__ RadixBins bins;
   float bv;
   int32_t bi;
   if (!DrawableTop(x, mask, n, sv, si, bv, bi, token)) return;
-  const Row row = WeighingRow(x, mask, n, bv, p.temperature, &bins, scratch);
+  const Row row = WeighingRow(x, mask, n, bv, p.temperature, &bins);
   Prefix candidates = Everything();
   if (p.top_k > 0 && p.top_k < n) {
-    candidates = row.ShortestPrefix(Everything(), true, static_cast<unsigned long long>(p.top_k),
-                                    false, false)
+    candidates = row.ShortestPrefix(Everything(), true,
+                                    Amount(static_cast<unsigned long long>(p.top_k)), false, false)
                      .prefix;
   }
   Prefix kept = candidates;
@@ -503,18 +534,16 @@ __device__ void DrawByThreshold(const float* __restrict__ x, const uint32_t* __r
     if (Shorter(min_p, kept)) kept = min_p;
   }
   if (p.top_p < 1.0f) {
-    const unsigned long long sum = row.Measure(candidates);
-    const auto target = static_cast<unsigned long long>(
-        ceil(static_cast<double>(p.top_p) * static_cast<double>(sum)));
-    const Found nucleus = row.ShortestPrefix(candidates, false, target, false, false);
+    // The fewest candidates weighing top_p of them all (rounded up).
+    const Found nucleus = row.ShortestPrefix(
+        candidates, false, FractionOfTotal(static_cast<double>(p.top_p), true), false, false);
     if (nucleus.found && Shorter(nucleus.prefix, kept)) kept = nucleus.prefix;
   }
-  const unsigned long long kept_sum = row.Measure(kept);
-  // The first token whose cumulative weight exceeds the draw: the last of the shortest
-  // prefix that weighs more (none, by rounding: the last positive one).
-  const Found drawn = row.ShortestPrefix(
-      kept, false, static_cast<unsigned long long>(p.uniform * static_cast<double>(kept_sum)), true,
-      true);
+  // The first token whose cumulative weight exceeds the draw (u x the kept weight): the
+  // last of the shortest prefix that weighs more (none, by rounding: the last positive
+  // one).
+  const Found drawn =
+      row.ShortestPrefix(kept, false, FractionOfTotal(p.uniform, false), true, true);
   const int32_t t = drawn.found ? drawn.prefix.last : row.LastPositive(kept, sv, si);
   if (threadIdx.x == 0) *token = t >= 0 ? t : bi;
 }
@@ -526,7 +555,6 @@ __device__ void WriteLogprobs(const float* __restrict__ x, const uint32_t* __res
                               int32_t n, int32_t chosen, int32_t top_n, float* sv, int32_t* si,
                               DeviceRowLogprobs* out) {
   __shared__ double scratch[32];
-  __shared__ unsigned long long count_scratch[32];
   __shared__ RadixBins bins;
   __shared__ float top_val[32];
   __shared__ int32_t top_idx[32];
@@ -542,11 +570,11 @@ __device__ void WriteLogprobs(const float* __restrict__ x, const uint32_t* __res
   if (threadIdx.x == 0) out->logprob = logprob(Logit(x, mask, chosen));
   top_n = min(min(top_n, kMaxDeviceLogprobs), n);
   if (top_n <= 0) return;
-  const Row counting = CountingRow(x, mask, n, &bins, count_scratch);
+  const Row counting = CountingRow(x, mask, n, &bins);
   const Prefix best =
       top_n < n ? counting
-                      .ShortestPrefix(Everything(), true, static_cast<unsigned long long>(top_n),
-                                      false, false)
+                      .ShortestPrefix(Everything(), true,
+                                      Amount(static_cast<unsigned long long>(top_n)), false, false)
                       .prefix
                 : Everything();
   GatherSorted(x, mask, n, best, 32, top_val, top_idx, &counter);
@@ -584,16 +612,16 @@ __device__ void DrawRow(const float* __restrict__ x, const uint32_t* __restrict_
 
   // The k best candidates, found by radix selection and sorted in candidate order (the
   // host's arithmetic in the same order follows, so the same draw to the last bit).
-  __shared__ unsigned long long scratch[32];
   __shared__ RadixBins bins;
   __shared__ int32_t counter;
   const int32_t k = min(p.top_k, n);
-  const Row counting = CountingRow(x, mask, n, &bins, scratch);
-  const Prefix best = k < n ? counting
-                                  .ShortestPrefix(Everything(), true,
-                                                  static_cast<unsigned long long>(k), false, false)
-                                  .prefix
-                            : Everything();
+  const Row counting = CountingRow(x, mask, n, &bins);
+  const Prefix best =
+      k < n ? counting
+                  .ShortestPrefix(Everything(), true, Amount(static_cast<unsigned long long>(k)),
+                                  false, false)
+                  .prefix
+            : Everything();
   const int32_t found =
       GatherSorted(x, mask, n, best, kMaxSampleCandidates, cand_val, cand_idx, &counter);
   if (threadIdx.x != 0) return;
