@@ -18,73 +18,80 @@ __device__ __forceinline__ float Apply(float x) {
 }
 
 template <ActivationKind kAct>
-__global__ void GatedKernel(const float* __restrict__ gate_up, int64_t gate_up_ld, int64_t rows,
-                            int64_t inter, float* __restrict__ out, int64_t out_ld) {
+__global__ void GatedKernel(const void* __restrict__ gate_up, int64_t gate_up_ld, int64_t rows,
+                            int64_t inter, void* __restrict__ out, int64_t out_ld,
+                            ScalarType type) {
   const int64_t n = rows * inter;
   for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n;
        idx += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = idx / inter, j = idx - r * inter;
-    const float* g = gate_up + r * gate_up_ld;
-    out[r * out_ld + j] = Apply<kAct>(g[j]) * g[inter + j];
+    const int64_t g = r * gate_up_ld + j;
+    internal::StoreAs(out, type, r * out_ld + j,
+                      Apply<kAct>(internal::LoadAs(gate_up, type, g)) *
+                          internal::LoadAs(gate_up, type, g + inter));
   }
 }
 
 template <ActivationKind kAct>
-__global__ void InPlaceKernel(float* __restrict__ x, int64_t ld, int64_t rows, int64_t cols) {
+__global__ void InPlaceKernel(void* __restrict__ x, int64_t ld, int64_t rows, int64_t cols,
+                              ScalarType type) {
   const int64_t n = rows * cols;
   for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n;
        idx += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = idx / cols, j = idx - r * cols;
-    float& v = x[r * ld + j];
-    v = Apply<kAct>(v);
+    const int64_t at = r * ld + j;
+    internal::StoreAs(x, type, at, Apply<kAct>(internal::LoadAs(x, type, at)));
   }
 }
 
 constexpr int kThreads = 256;
 
 template <ActivationKind kAct>
-cudaError_t Gated(const float* gate_up, int64_t gate_up_ld, int64_t rows, int64_t inter, float* out,
-                  int64_t out_ld, cudaStream_t stream) {
+cudaError_t Gated(const void* gate_up, int64_t gate_up_ld, int64_t rows, int64_t inter, void* out,
+                  int64_t out_ld, ScalarType type, cudaStream_t stream) {
   GatedKernel<kAct><<<internal::GridFor(rows * inter, kThreads), kThreads, 0, stream>>>(
-      gate_up, gate_up_ld, rows, inter, out, out_ld);
+      gate_up, gate_up_ld, rows, inter, out, out_ld, type);
   return cudaGetLastError();
 }
 
 template <ActivationKind kAct>
-cudaError_t InPlace(float* x, int64_t ld, int64_t rows, int64_t cols, cudaStream_t stream) {
+cudaError_t InPlace(void* x, int64_t ld, int64_t rows, int64_t cols, ScalarType type,
+                    cudaStream_t stream) {
   InPlaceKernel<kAct>
-      <<<internal::GridFor(rows * cols, kThreads), kThreads, 0, stream>>>(x, ld, rows, cols);
+      <<<internal::GridFor(rows * cols, kThreads), kThreads, 0, stream>>>(x, ld, rows, cols, type);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t LaunchGatedActivation(const float* gate_up, int64_t gate_up_ld, int64_t rows,
-                                  int64_t inter, ActivationKind act, float* out, int64_t out_ld,
-                                  cudaStream_t stream) {
+cudaError_t LaunchGatedActivation(const void* gate_up, int64_t gate_up_ld, int64_t rows,
+                                  int64_t inter, ActivationKind act, void* out, int64_t out_ld,
+                                  cudaStream_t stream, ScalarType type) {
   if (rows <= 0 || inter <= 0) return rows < 0 || inter < 0 ? cudaErrorInvalidValue : cudaSuccess;
   switch (act) {
     case ActivationKind::kSilu:
-      return Gated<ActivationKind::kSilu>(gate_up, gate_up_ld, rows, inter, out, out_ld, stream);
+      return Gated<ActivationKind::kSilu>(gate_up, gate_up_ld, rows, inter, out, out_ld, type,
+                                          stream);
     case ActivationKind::kGeluTanh:
-      return Gated<ActivationKind::kGeluTanh>(gate_up, gate_up_ld, rows, inter, out, out_ld,
+      return Gated<ActivationKind::kGeluTanh>(gate_up, gate_up_ld, rows, inter, out, out_ld, type,
                                               stream);
     case ActivationKind::kGeluErf:
-      return Gated<ActivationKind::kGeluErf>(gate_up, gate_up_ld, rows, inter, out, out_ld, stream);
+      return Gated<ActivationKind::kGeluErf>(gate_up, gate_up_ld, rows, inter, out, out_ld, type,
+                                             stream);
   }
   return cudaErrorInvalidValue;
 }
 
-cudaError_t LaunchActivationInPlace(float* x, int64_t ld, int64_t rows, int64_t cols,
-                                    ActivationKind act, cudaStream_t stream) {
+cudaError_t LaunchActivationInPlace(void* x, int64_t ld, int64_t rows, int64_t cols,
+                                    ActivationKind act, cudaStream_t stream, ScalarType type) {
   if (rows <= 0 || cols <= 0) return rows < 0 || cols < 0 ? cudaErrorInvalidValue : cudaSuccess;
   switch (act) {
     case ActivationKind::kSilu:
-      return InPlace<ActivationKind::kSilu>(x, ld, rows, cols, stream);
+      return InPlace<ActivationKind::kSilu>(x, ld, rows, cols, type, stream);
     case ActivationKind::kGeluTanh:
-      return InPlace<ActivationKind::kGeluTanh>(x, ld, rows, cols, stream);
+      return InPlace<ActivationKind::kGeluTanh>(x, ld, rows, cols, type, stream);
     case ActivationKind::kGeluErf:
-      return InPlace<ActivationKind::kGeluErf>(x, ld, rows, cols, stream);
+      return InPlace<ActivationKind::kGeluErf>(x, ld, rows, cols, type, stream);
   }
   return cudaErrorInvalidValue;
 }

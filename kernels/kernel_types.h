@@ -6,8 +6,8 @@
 
 namespace orca::kernels {
 
-// Element type of a weight, an embedding table or a KV cache. Activations are always
-// float32.
+// Element type of a weight, an embedding table, a KV cache or an activation matrix
+// (16-bit activations where a launcher says it takes them; arithmetic is float32's).
 enum class ScalarType : int32_t { kF32, kF16, kBF16 };
 
 // Element-wise activation functions (match orca::Activation of engine/backend).

@@ -19,12 +19,17 @@ __device__ __forceinline__ float Reload(const float* x, const float* residual, i
   return residual != nullptr ? residual[j] : x[j];
 }
 
+// Row r of a float32 matrix (null for an absent one).
+__device__ __forceinline__ float* RowOf(const RowMatrix& m, int64_t r) {
+  return m.data != nullptr ? static_cast<float*>(m.data) + r * m.ld : nullptr;
+}
+
 __global__ void RmsNormKernel(RowMatrix x, RowMatrix residual, const float* __restrict__ weight,
                               float eps, int64_t cols, RowMatrix out) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
-  const float* in = x.data + r * x.ld;
-  float* res = residual.data != nullptr ? residual.data + r * residual.ld : nullptr;
+  const float* in = RowOf(x, r);
+  float* res = RowOf(residual, r);
   float ss = 0.0f;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const float v = LoadInput(in, res, j);
@@ -32,9 +37,9 @@ __global__ void RmsNormKernel(RowMatrix x, RowMatrix residual, const float* __re
   }
   ss = internal::BlockSum(ss, scratch);
   const float inv = rsqrtf(ss / static_cast<float>(cols) + eps);
-  float* o = out.data + r * out.ld;
+  const int64_t o = r * out.ld;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    o[j] = Reload(in, res, j) * inv * weight[j];
+    internal::StoreAs(out.data, out.type, o + j, Reload(in, res, j) * inv * weight[j]);
   }
 }
 
@@ -43,8 +48,8 @@ __global__ void LayerNormKernel(RowMatrix x, RowMatrix residual, const float* __
                                 RowMatrix out) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
-  const float* in = x.data + r * x.ld;
-  float* res = residual.data != nullptr ? residual.data + r * residual.ld : nullptr;
+  const float* in = RowOf(x, r);
+  float* res = RowOf(residual, r);
   float sum = 0.0f;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += LoadInput(in, res, j);
   const float mean = internal::BlockSum(sum, scratch) / static_cast<float>(cols);
@@ -55,9 +60,10 @@ __global__ void LayerNormKernel(RowMatrix x, RowMatrix residual, const float* __
   }
   var = internal::BlockSum(var, scratch) / static_cast<float>(cols);
   const float inv = rsqrtf(var + eps);
-  float* o = out.data + r * out.ld;
+  const int64_t o = r * out.ld;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    o[j] = (Reload(in, res, j) - mean) * inv * weight[j] + bias[j];
+    internal::StoreAs(out.data, out.type, o + j,
+                      (Reload(in, res, j) - mean) * inv * weight[j] + bias[j]);
   }
 }
 
@@ -68,14 +74,18 @@ int ThreadsFor(int64_t cols) {
   return static_cast<int>(t);
 }
 
-bool BadShape(int64_t rows, int64_t cols) { return rows < 0 || rows > INT32_MAX || cols <= 0; }
+// Shapes a block per row cannot take, and inputs that are not float32.
+bool BadArguments(const RowMatrix& x, const RowMatrix& residual, int64_t rows, int64_t cols) {
+  return rows < 0 || rows > INT32_MAX || cols <= 0 || x.type != ScalarType::kF32 ||
+         (residual.data != nullptr && residual.type != ScalarType::kF32);
+}
 
 }  // namespace
 
 cudaError_t LaunchRmsNorm(RowMatrix x, RowMatrix residual, const float* weight, float eps,
                           int64_t rows, int64_t cols, RowMatrix out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  if (BadShape(rows, cols)) return cudaErrorInvalidValue;
+  if (BadArguments(x, residual, rows, cols)) return cudaErrorInvalidValue;
   RmsNormKernel<<<static_cast<unsigned>(rows), ThreadsFor(cols), 0, stream>>>(x, residual, weight,
                                                                               eps, cols, out);
   return cudaGetLastError();
@@ -85,7 +95,7 @@ cudaError_t LaunchLayerNorm(RowMatrix x, RowMatrix residual, const float* weight
                             float eps, int64_t rows, int64_t cols, RowMatrix out,
                             cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  if (BadShape(rows, cols)) return cudaErrorInvalidValue;
+  if (BadArguments(x, residual, rows, cols)) return cudaErrorInvalidValue;
   LayerNormKernel<<<static_cast<unsigned>(rows), ThreadsFor(cols), 0, stream>>>(
       x, residual, weight, bias, eps, cols, out);
   return cudaGetLastError();

@@ -281,9 +281,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int32_t idx = threadIdx.x; idx < num_pairs * d; idx += kThreads) {
     const int32_t pair = idx / d, c = idx - pair * d;
     const int32_t r = pair / heads, h = head0 + pair % heads;
-    q_s[idx] =
-        p.q[static_cast<int64_t>(q_begin + row0 + r) * p.q_ld + static_cast<int64_t>(h) * d + c] *
-        p.scale;
+    q_s[idx] = internal::LoadAs(p.q, p.q_type,
+                                static_cast<int64_t>(q_begin + row0 + r) * p.q_ld +
+                                    static_cast<int64_t>(h) * d + c) *
+               p.scale;
   }
 
   // Pairs of this warp; with fewer pairs than warps, `split` warps share a pair and
@@ -453,12 +454,12 @@ __global__ void __launch_bounds__(kThreads)
       }
       return;
     }
-    float* o = p.out + t * p.out_ld + static_cast<int64_t>(h) * d;
+    const int64_t o = t * p.out_ld + static_cast<int64_t>(h) * d;
     const float inv = l_pair > 0.0f ? 1.0f / l_pair : 0.0f;
 #pragma unroll
     for (int e = 0; e < kEpl; ++e) {
       const int32_t c = lane + 32 * e;
-      if (c < d) o[c] = a[e] * inv;
+      if (c < d) internal::StoreAs(p.out, p.out_type, o + c, a[e] * inv);
     }
   };
 
@@ -545,12 +546,12 @@ __global__ void __launch_bounds__(32 * kMergeWarps)
       if (c < d) total[e] += wz * a[c];
     }
   }
-  float* o = p.out + t * p.out_ld + static_cast<int64_t>(h) * d;
+  const int64_t o = t * p.out_ld + static_cast<int64_t>(h) * d;
   const float inv = l_tot > 0.0f ? 1.0f / l_tot : 0.0f;
 #pragma unroll
   for (int e = 0; e < kEpl; ++e) {
     const int32_t c = lane + 32 * e;
-    if (c < d) o[c] = total[e] * inv;
+    if (c < d) internal::StoreAs(p.out, p.out_type, o + c, total[e] * inv);
   }
 }
 

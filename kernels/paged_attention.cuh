@@ -36,8 +36,12 @@
 namespace orca::kernels {
 
 struct PagedAttentionParams {
-  const float* q = nullptr;  // [num_tokens, num_heads * head_dim], rows q_ld apart
+  // Queries and output: [num_tokens, num_heads * head_dim] of q_type / out_type
+  // (float32 or 16-bit; read as float, written rounded to nearest even), rows q_ld /
+  // out_ld elements apart.
+  const void* q = nullptr;
   int64_t q_ld = 0;
+  ScalarType q_type = ScalarType::kF32;
   int64_t num_tokens = 0;
   // Caches: num_blocks blocks of [num_kv_heads, block_size, head_dim] elements of
   // `kv_type`, contiguous (KvCacheShape's layout, engine/backend/backend.h); 16-bit
@@ -55,8 +59,9 @@ struct PagedAttentionParams {
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;  // at most 256
   float scale = 1.0f;
-  float* out = nullptr;  // [num_tokens, num_heads * head_dim], rows out_ld apart
+  void* out = nullptr;
   int64_t out_ld = 0;
+  ScalarType out_type = ScalarType::kF32;
   // Host-side hints that steer split-KV, never read on the device: upper bounds on
   // any sequence's query rows and keys (0: unknown; max_kv_len 0 turns split-KV off)
   // and the device's SM count (0: split-KV off). A wrong bound costs speed, not

@@ -1,10 +1,12 @@
+#include "kernels/internal/device_utils.cuh"
 #include "kernels/rope.cuh"
 
 namespace orca::kernels {
 namespace {
 
-__global__ void RopeKernel(float* __restrict__ x, int64_t ld, const int32_t* __restrict__ positions,
-                           int32_t num_heads, int32_t head_dim, double theta) {
+__global__ void RopeKernel(void* __restrict__ x, int64_t ld, ScalarType type,
+                           const int32_t* __restrict__ positions, int32_t num_heads,
+                           int32_t head_dim, double theta) {
   extern __shared__ float cos_sin[];  // [half] cosines, then [half] sines
   const int32_t half = head_dim / 2;
   const int64_t t = blockIdx.x;
@@ -17,22 +19,22 @@ __global__ void RopeKernel(float* __restrict__ x, int64_t ld, const int32_t* __r
     cos_sin[half + i] = static_cast<float>(s);
   }
   __syncthreads();
-  float* row = x + t * ld;
   const int32_t pairs = num_heads * half;
   for (int32_t idx = threadIdx.x; idx < pairs; idx += blockDim.x) {
     const int32_t h = idx / half, i = idx - h * half;
-    float* v = row + static_cast<int64_t>(h) * head_dim;
-    const float a = v[i], b = v[i + half];
+    const int64_t at = t * ld + static_cast<int64_t>(h) * head_dim + i;
+    const float a = internal::LoadAs(x, type, at), b = internal::LoadAs(x, type, at + half);
     const float c = cos_sin[i], s = cos_sin[half + i];
-    v[i] = a * c - b * s;
-    v[i + half] = b * c + a * s;
+    internal::StoreAs(x, type, at, a * c - b * s);
+    internal::StoreAs(x, type, at + half, b * c + a * s);
   }
 }
 
 }  // namespace
 
-cudaError_t LaunchRope(float* x, int64_t ld, int64_t tokens, const int32_t* positions,
-                       int32_t num_heads, int32_t head_dim, double theta, cudaStream_t stream) {
+cudaError_t LaunchRope(void* x, int64_t ld, int64_t tokens, const int32_t* positions,
+                       int32_t num_heads, int32_t head_dim, double theta, cudaStream_t stream,
+                       ScalarType type) {
   if (tokens == 0 || num_heads == 0) return cudaSuccess;
   if (tokens < 0 || tokens > INT32_MAX || head_dim <= 0 || head_dim % 2 != 0 || head_dim > 1024 ||
       num_heads < 0) {
@@ -41,8 +43,8 @@ cudaError_t LaunchRope(float* x, int64_t ld, int64_t tokens, const int32_t* posi
   const int32_t pairs = num_heads * (head_dim / 2);
   const int threads = pairs >= 256 ? 256 : (pairs + 31) / 32 * 32;
   const size_t smem = sizeof(float) * static_cast<size_t>(head_dim);
-  RopeKernel<<<static_cast<unsigned>(tokens), threads, smem, stream>>>(x, ld, positions, num_heads,
-                                                                       head_dim, theta);
+  RopeKernel<<<static_cast<unsigned>(tokens), threads, smem, stream>>>(x, ld, type, positions,
+                                                                       num_heads, head_dim, theta);
   return cudaGetLastError();
 }
 

@@ -16,6 +16,7 @@
 //                           [--prefill-lens 128,512,2048] [--tokens 1,16,128,1024]
 //                           [--kv-cache-dtypes float32,float16,bfloat16]
 //                           [--sampling device,host] [--graphs on,off]
+//                           [--activations 16,32]
 //                           [--sampling-rows 1,64,256] [--sampling-vocab 128256]
 //                           [--skip-iterations] [--skip-sampling]
 #include <cublas_v2.h>
@@ -175,6 +176,10 @@ class KernelBench {
     auto f32 = [](DeviceBuffer& buf, int64_t rows, int64_t cols) {
       return Tensor{buf.data(), DType::kF32, rows, cols, 0};
     };
+    // The same buffers as 16-bit activations (ModelRunnerOptions::sixteen_bit_activations).
+    auto bf16 = [](DeviceBuffer& buf, int64_t rows, int64_t cols) {
+      return Tensor{buf.data(), DType::kBF16, rows, cols, 0};
+    };
     const Tensor wt{table->data(), DType::kBF16, m.vocab, m.hidden, 0};
     const Tensor nw = f32(*norm_w, 1, m.hidden);
     for (int64_t t : token_counts) {
@@ -184,6 +189,9 @@ class KernelBench {
                                [&] { b_.Embedding(id_ptr, t, wt, f32(*x, t, m.hidden), false); }));
       ORCA_RETURN_IF_ERROR(Run("rms_norm", tj, th * 8 + m.hidden * 4, 0, false, [&] {
         b_.RmsNorm(f32(*x, t, m.hidden), nw, 1e-5f, f32(*y, t, m.hidden));
+      }));
+      ORCA_RETURN_IF_ERROR(Run("rms_norm_to_bf16", tj, th * 6 + m.hidden * 4, 0, false, [&] {
+        b_.RmsNorm(f32(*x, t, m.hidden), nw, 1e-5f, bf16(*y, t, m.hidden));
       }));
       ORCA_RETURN_IF_ERROR(Run("add", tj, th * 12, 0, false,
                                [&] { b_.Add(f32(*x, t, m.hidden), f32(*y, t, m.hidden)); }));
@@ -197,6 +205,9 @@ class KernelBench {
       ORCA_RETURN_IF_ERROR(Run("gated_silu", tj, double(t) * m.inter * 12, 0, false, [&] {
         b_.GatedActivation(f32(*x, t, 2 * m.inter), Activation::kSilu, f32(*y, t, m.inter));
       }));
+      ORCA_RETURN_IF_ERROR(Run("gated_silu_bf16", tj, double(t) * m.inter * 6, 0, false, [&] {
+        b_.GatedActivation(bf16(*x, t, 2 * m.inter), Activation::kSilu, bf16(*y, t, m.inter));
+      }));
       ORCA_RETURN_IF_ERROR(Run("gather_rows", tj, th * 8, 0, false, [&] {
         b_.GatherRows(f32(*x, t, m.hidden), row_ptr, t, f32(*y, t, m.hidden));
       }));
@@ -207,6 +218,11 @@ class KernelBench {
           Run("linear_bf16_gate_up", {{"tokens", t}, {"n", n}, {"k", k}},
               n * k * 2 + double(t) * (k + n) * 4, 2 * double(t) * n * k, true,
               [&] { b_.Linear(f32(*x, t, m.hidden), wg, nullptr, f32(*y, t, 2 * m.inter)); }));
+      // The same with 16-bit activations in and out: no conversion kernel, half the bytes.
+      ORCA_RETURN_IF_ERROR(
+          Run("linear_bf16_gate_up_bf16_io", {{"tokens", t}, {"n", n}, {"k", k}},
+              n * k * 2 + double(t) * (k + n) * 2, 2 * double(t) * n * k, true,
+              [&] { b_.Linear(bf16(*x, t, m.hidden), wg, nullptr, bf16(*y, t, 2 * m.inter)); }));
     }
     return absl::OkStatus();
   }
@@ -366,13 +382,16 @@ absl::StatusOr<json> RunSampling(CudaBackend& b, int reps, const std::vector<int
 // Each iteration runs as serving runs it (ModelRunner::Execute: forward pass and
 // sampling at temperature 1 with no truncation), over a KV cache of `kv_dtype`, its
 // tokens drawn on the device or, with `host_sampling`, on the host (on every core);
-// decodes replayed from CUDA graphs or, without `graphs`, launched op by op.
+// decodes replayed from CUDA graphs or, without `graphs`, launched op by op; the layers
+// in the weights' 16-bit type or, without `sixteen_bit`, with float32 activations.
 absl::StatusOr<json> RunIterations(CudaBackend& b, const std::string& model_dir, const Peak& peak,
                                    int reps, const std::vector<int64_t>& decode_batches,
                                    int32_t context, const std::vector<int64_t>& prefill_lens,
-                                   DType kv_dtype, bool host_sampling, bool graphs) {
+                                   DType kv_dtype, bool host_sampling, bool graphs,
+                                   bool sixteen_bit) {
   ModelRunnerOptions opts;
   opts.graphs = graphs;
+  opts.sixteen_bit_activations = sixteen_bit;
   opts.kv_cache_dtype = kv_dtype;
   opts.sample_on_backend = !host_sampling;
   opts.sampler_threads = 0;  // every core, as serving samples on the host
@@ -413,6 +432,7 @@ absl::StatusOr<json> RunIterations(CudaBackend& b, const std::string& model_dir,
                    {"kv_cache_dtype", std::string(DTypeName(kv_dtype))},
                    {"sampling", host_sampling ? "host" : "device"},
                    {"graphs", graphs},
+                   {"activations", std::string(DTypeName(runner->activation_dtype()))},
                    {"seqs", seqs},
                    {"tokens", tokens},
                    {"context", start + q_len},
@@ -489,6 +509,7 @@ absl::Status Main(int argc, char** argv) {
           {"kv-cache-dtypes", "float32"},
           {"sampling", "device"},
           {"graphs", "on"},
+          {"activations", "16"},
           {"sampling-rows", "1,64,256"},
           {"sampling-vocab", "128256"},
           {"skip-iterations", ""},
@@ -528,6 +549,12 @@ absl::Status Main(int argc, char** argv) {
     if (g != "on" && g != "off")
       return absl::InvalidArgumentError("--graphs takes on, off or on,off");
     graphs.push_back(g == "on");
+  }
+  std::vector<bool> sixteen_bit;
+  for (absl::string_view a : absl::StrSplit(f.Get("activations"), ',', absl::SkipEmpty())) {
+    if (a != "16" && a != "32")
+      return absl::InvalidArgumentError("--activations takes 16, 32 or 16,32");
+    sixteen_bit.push_back(a == "16");
   }
 
   CudaBackendOptions opts;
@@ -577,11 +604,14 @@ absl::Status Main(int argc, char** argv) {
     for (DType kv : kv_dtypes) {
       for (bool host : host_sampling) {
         for (bool g : graphs) {
-          if (!status.ok()) break;
-          auto iters = RunIterations(*backend, dir, peak, static_cast<int>(reps), batches,
-                                     static_cast<int32_t>(context), prefill, kv, host, g);
-          status = iters.status();
-          if (iters.ok()) iterations.insert(iterations.end(), iters->begin(), iters->end());
+          for (bool sixteen : sixteen_bit) {
+            if (!status.ok()) break;
+            auto iters =
+                RunIterations(*backend, dir, peak, static_cast<int>(reps), batches,
+                              static_cast<int32_t>(context), prefill, kv, host, g, sixteen);
+            status = iters.status();
+            if (iters.ok()) iterations.insert(iterations.end(), iters->begin(), iters->end());
+          }
         }
       }
     }

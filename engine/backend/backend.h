@@ -4,8 +4,14 @@
 //
 // Conventions for every operation:
 //   - Tensors are row-major 2-D views into backend memory (`Tensor`); 1-D vectors are
-//     [1, n]. Activations are float32; weights may be F32, F16 or BF16 (a backend
-//     accepts the dtypes it reports in SupportsWeightDType) and math accumulates in F32.
+//     [1, n]. Weights may be F32, F16 or BF16 (a backend accepts the dtypes it reports
+//     in SupportsWeightDType) and math accumulates in F32. Activations are F32, or the
+//     16-bit type of the weights they meet where the backend reports it in
+//     SupportsActivationDType: then the GEMM inputs and outputs inside a layer (norm
+//     outputs, Linear's x and out, Rope, KvWrite's k and v, Attention's q and out, the
+//     activation functions) may be 16-bit, as each operation's comment says; the
+//     residual stream (Add, the norms' x, residual and delta), Embedding, GatherRows,
+//     logits and norm weights stay F32. 16-bit results are rounded to nearest even.
 //   - Index arrays (token ids, positions, slot mappings, block tables) are int32 in
 //     backend memory, uploaded with CopyToDevice.
 //   - Operations may run asynchronously in issue order on the backend's single stream;
@@ -173,6 +179,8 @@ class Backend {
   virtual bool SupportsWeightDType(DType dtype) const = 0;
   // Whether KvWrite and Attention take a cache of `dtype` (KvCacheShape::dtype).
   virtual bool SupportsKvCacheDType(DType dtype) const = 0;
+  // Whether the operations that say so take activations of `dtype` (F32 always).
+  virtual bool SupportsActivationDType(DType dtype) const { return dtype == DType::kF32; }
 
   // Allocates `bytes` of backend memory. Fails with ResourceExhausted.
   virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
@@ -207,12 +215,14 @@ class Backend {
   // `table` is row-major or as UploadLinearWeight stored it (a tied LM head).
   virtual void Embedding(const int32_t* ids, int64_t n, const Tensor& table, Tensor out,
                          bool accumulate) = 0;
-  // out = x * W^T (+ bias): x [M, K] F32, w [N, K], bias [1, N] or null, out [M, N].
-  // x and out may be strided.
+  // out = x * W^T (+ bias): x [M, K], w [N, K], bias [1, N] F32 or null, out [M, N].
+  // x is F32, or of w's 16-bit type; out is F32, or of w's 16-bit type. x and out may
+  // be strided.
   virtual void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) = 0;
   // x += y, same shape. (Residual add.)
   virtual void Add(Tensor x, const Tensor& y) = 0;
-  // out = RMSNorm(x) * weight. out may alias x.
+  // out = RMSNorm(x) * weight. x F32; out F32 or 16-bit (then rounded); out may alias
+  // x. The same for every norm below.
   virtual void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) = 0;
   // out = LayerNorm(x) * weight + bias. out may alias x.
   virtual void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
@@ -233,20 +243,22 @@ class Backend {
   }
   // Rotate-half RoPE in place on the first `rotary_heads` heads of x [T, heads*head_dim]
   // (Hugging Face layout: dims i and i + head_dim/2 form a pair), token t at positions[t].
-  // x may be strided.
+  // x may be strided and 16-bit.
   virtual void Rope(Tensor x, const int32_t* positions, int32_t num_heads, int32_t head_dim,
                     double theta) = 0;
-  // out[:, j] = act(gate_up[:, j]) * gate_up[:, I + j] for j < I (gate_up is [T, 2I]).
+  // out[:, j] = act(gate_up[:, j]) * gate_up[:, I + j] for j < I (gate_up is [T, 2I]);
+  // gate_up and out of one dtype, 16-bit allowed (as for ActivationInPlace).
   virtual void GatedActivation(const Tensor& gate_up, Activation act, Tensor out) = 0;
   // x = act(x) in place.
   virtual void ActivationInPlace(Tensor x, Activation act) = 0;
-  // Writes k and v rows [T, kv_heads*head_dim] (F32) into token slots slot_mapping[t] of
+  // Writes k and v rows [T, kv_heads*head_dim] (F32 or 16-bit) into token slots slot_mapping[t] of
   // the caches (laid out and typed as `shape` says, converted with round to nearest even;
   // F16 saturates at +-65504). k and v may be strided.
   virtual void KvWrite(const Tensor& k, const Tensor& v, const int32_t* slot_mapping,
                        const KvCacheShape& shape, Tensor k_cache, Tensor v_cache) = 0;
   // Paged causal attention over the flat batch (see AttentionBatch); q [T, H*D],
-  // out [T, H*D]; GQA: query head h reads kv head h / (H / kv_heads). q may be strided.
+  // out [T, H*D]; GQA: query head h reads kv head h / (H / kv_heads). q may be strided;
+  // q and out may be 16-bit.
   virtual void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                          const AttentionBatch& batch, const KvCacheShape& shape, int32_t num_heads,
                          float scale, Tensor out) = 0;

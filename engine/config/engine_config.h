@@ -69,6 +69,8 @@ struct DeviceOptions {
   double memory_fraction = 0.9;  // CUDA: share of device memory for weights + KV + work
   bool sample_on_device = true;  // CUDA: draw tokens on the GPU where the request allows
   bool cuda_graphs = true;       // CUDA: decode-only iterations from graphs
+  // CUDA: layers compute in the 16-bit type of their weights (residual stream F32).
+  bool sixteen_bit_activations = true;
 };
 
 // How much KV cache each rank allocates (engine/runner/kv_cache_sizing.h sizes it).

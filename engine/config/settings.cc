@@ -212,6 +212,14 @@ std::vector<Setting> BuildSettings() {
                    "it), one launch instead of hundreds, in NCCL groups with the "
                    "all-reduces and pipeline sends inside; false: every iteration launches "
                    "its kernels one by one (eager)"));
+  s.push_back(Bool("device.sixteen_bit_activations", "sixteen-bit-activations", &C::device,
+                   &DeviceOptions::sixteen_bit_activations, kCompute,
+                   "CUDA: with 16-bit weights, compute each layer in their type (norm "
+                   "outputs, GEMM inputs and outputs, rotary embedding, attention's queries "
+                   "and output; float32 accumulation), keeping the residual stream, the block "
+                   "outputs added to it (all-reduced in float32) and the logits float32; "
+                   "false: float32 activations, rounded to the weights' type before each "
+                   "GEMM"));
   // kv_cache
   s.push_back(Int("kv_cache.block_size", "block-size", &C::kv_cache, &KvCacheOptions::block_size, 1,
                   1024, kServing | kGenerate, "KV cache block size in tokens"));

@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
   ro.sampler_threads = options.device.threads;
   ro.sample_on_backend = options.device.sample_on_device;
   ro.graphs = options.device.cuda_graphs;
+  ro.sixteen_bit_activations = options.device.sixteen_bit_activations;
   ORCA_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device));
   ORCA_ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(options.model.dir, e->backend_.get(), ro));
   if (by_memory) {

@@ -15,6 +15,20 @@
 namespace orca {
 namespace {
 
+// The 16-bit type every layer's linear weights share when the backend computes
+// activations in it (ModelRunnerOptions::sixteen_bit_activations), else F32.
+DType SixteenBitActivations(const ModelWeights& weights, const Backend& backend) {
+  if (weights.layers.empty()) return DType::kF32;
+  const DType type = weights.layers.front().qkv.dtype;
+  if (type == DType::kF32 || !backend.SupportsActivationDType(type)) return DType::kF32;
+  for (const LayerWeights& L : weights.layers) {
+    for (const Tensor* w : {&L.qkv, &L.out_proj, &L.up, &L.down}) {
+      if (w->dtype != type || w->layout != TensorLayout::kRowMajor) return DType::kF32;
+    }
+  }
+  return type;
+}
+
 Activation ActivationOf(const ModelConfig& c) {
   if (c.hidden_act == "silu") return Activation::kSilu;
   if (c.hidden_act == "gelu") return Activation::kGeluErf;
@@ -36,6 +50,9 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   ORCA_ASSIGN_OR_RETURN(r->weights_,
                         ModelWeights::Load(r->config_, r->shard_, *ckpt, *backend, options.dtype));
   r->num_local_layers_ = static_cast<int32_t>(r->weights_->layers.size());
+  if (options.sixteen_bit_activations) {
+    r->act_dtype_ = SixteenBitActivations(*r->weights_, *backend);
+  }
 
   const ModelConfig& c = r->config_;
   if (options.block_size <= 0 || options.block_size > 1024) {
@@ -221,30 +238,38 @@ absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t sampled_ro
   const int64_t inter = shard_.local_intermediate(c);
   const int64_t up = c.family == ModelFamily::kGpt2 ? inter : 2 * inter;
   const int64_t vocab = shard_.samples() ? c.vocab_size : 0;
-  auto taker = [](float* p, int64_t rows) {
-    return [p, rows](int64_t cols) mutable {
-      Tensor out{p, DType::kF32, rows, cols, 0};
-      p += rows * cols;
+  // Consecutive [rows, cols] tensors of a buffer (`taker`), each 256-byte aligned (for
+  // 16-bit GEMM operands); bytes_of says how much room one takes.
+  constexpr size_t kAlign = 256;
+  auto bytes_of = [](int64_t rows, int64_t cols, DType dtype) {
+    return (static_cast<size_t>(rows * cols) * DTypeSize(dtype) + kAlign - 1) / kAlign * kAlign;
+  };
+  auto taker = [&bytes_of](void* p, int64_t rows) {
+    return [p = static_cast<char*>(p), rows, &bytes_of](int64_t cols, DType dtype) mutable {
+      Tensor out{p, dtype, rows, cols, 0};
+      p += bytes_of(rows, cols, dtype);
       return out;
     };
   };
   if (num_tokens > ws_tokens_) {
     const int64_t t = std::max<int64_t>(num_tokens, 16);
-    const int64_t per_token = 2 * h + qkv + q + up + inter;
+    const DType a = act_dtype_;
+    const size_t bytes = 2 * bytes_of(t, h, DType::kF32) + bytes_of(t, h, a) + bytes_of(t, qkv, a) +
+                         bytes_of(t, q, a) + bytes_of(t, up, a) + bytes_of(t, inter, a);
     // The old buffer goes before its successor is allocated (the memory may be needed);
     // until that succeeds the runner has no workspace.
     ++buffers_generation_;
     ws_buffer_.reset();
     ws_tokens_ = 0;
-    ORCA_ASSIGN_OR_RETURN(ws_buffer_,
-                          backend_->Allocate(static_cast<size_t>(t * per_token) * sizeof(float)));
-    auto take = taker(static_cast<float*>(ws_buffer_->data()), t);
-    x_ = take(h);
-    h_ = take(h);
-    qkv_ = take(qkv);
-    attn_ = take(q);
-    mlp_ = take(up);
-    act_ = take(inter);
+    ORCA_ASSIGN_OR_RETURN(ws_buffer_, backend_->Allocate(bytes));
+    auto take = taker(ws_buffer_->data(), t);
+    x_ = take(h, DType::kF32);
+    delta_ = take(h, DType::kF32);
+    h_ = take(h, a);
+    qkv_ = take(qkv, a);
+    attn_ = take(q, a);
+    mlp_ = take(up, a);
+    act_ = take(inter, a);
     ws_tokens_ = t;
   }
   // The rows that sample (one per sequence, or every token for all_rows): their final
@@ -254,11 +279,11 @@ absl::Status ModelRunner::EnsureWorkspace(int64_t num_tokens, int64_t sampled_ro
     ++buffers_generation_;
     rows_buffer_.reset();
     ws_rows_ = 0;
-    ORCA_ASSIGN_OR_RETURN(rows_buffer_,
-                          backend_->Allocate(static_cast<size_t>(r * (h + vocab)) * sizeof(float)));
-    auto take = taker(static_cast<float*>(rows_buffer_->data()), r);
-    final_rows_ = take(h);
-    logits_ = take(vocab);
+    ORCA_ASSIGN_OR_RETURN(rows_buffer_, backend_->Allocate(bytes_of(r, h, DType::kF32) +
+                                                           bytes_of(r, vocab, DType::kF32)));
+    auto take = taker(rows_buffer_->data(), r);
+    final_rows_ = take(h, DType::kF32);
+    logits_ = take(vocab, DType::kF32);
     ws_rows_ = r;
   }
   if (index_ints > ws_ints_) {
@@ -287,25 +312,27 @@ absl::Status ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* posi
     ScopedSpan span(spans_, "all-reduce");
     return tp_comm_->AllReduceSum(static_cast<float*>(t.data), n * t.cols);
   };
-  Tensor x = x_.Rows(0, n), h = h_.Rows(0, n), qkv = qkv_.Rows(0, n), att = attn_.Rows(0, n);
+  Tensor x = x_.Rows(0, n), delta = delta_.Rows(0, n), h = h_.Rows(0, n);
+  Tensor qkv = qkv_.Rows(0, n), att = attn_.Rows(0, n);
   const bool gpt2 = c.family == ModelFamily::kGpt2;
-  // h = norm(x), after the block before has its output added to the residual stream x
-  // (one pass: Backend::AddRmsNorm). The layer's last block leaves its output in h for
-  // the next layer's first norm, or for Forward to add after the last layer.
-  auto norm = [&](const Tensor& weight, const Tensor& bias, bool add_h_first) {
-    if (gpt2 && add_h_first) {
-      b.AddLayerNorm(x, h, weight, bias, c.norm_eps, h);
+  // h = norm(x), after the block before has its output (delta) added to the residual
+  // stream x (one pass: Backend::AddRmsNorm). The layer's last block leaves its output
+  // in delta for the next layer's first norm, or for Forward to add after the last
+  // layer.
+  auto norm = [&](const Tensor& weight, const Tensor& bias, bool add_delta_first) {
+    if (gpt2 && add_delta_first) {
+      b.AddLayerNorm(x, delta, weight, bias, c.norm_eps, h);
     } else if (gpt2) {
       b.LayerNorm(x, weight, bias, c.norm_eps, h);
-    } else if (add_h_first) {
-      b.AddRmsNorm(x, h, weight, c.norm_eps, h);
+    } else if (add_delta_first) {
+      b.AddRmsNorm(x, delta, weight, c.norm_eps, h);
     } else {
       b.RmsNorm(x, weight, c.norm_eps, h);
     }
   };
 
   // Attention block.
-  norm(L.attn_norm, L.attn_norm_bias, /*add_h_first=*/layer > 0);
+  norm(L.attn_norm, L.attn_norm_bias, /*add_delta_first=*/layer > 0);
   b.Linear(h, L.qkv, L.qkv_bias.data ? &L.qkv_bias : nullptr, qkv);
   Tensor q = qkv.Cols(0, q_width);
   Tensor k = qkv.Cols(q_width, kv_width);
@@ -317,23 +344,23 @@ absl::Status ModelRunner::RunLayer(int32_t layer, int64_t n, const int32_t* posi
   b.KvWrite(k, v, slot_mapping, kv_shape_, k_cache_[layer], v_cache_[layer]);
   b.Attention(q, k_cache_[layer], v_cache_[layer], attn, kv_shape_, heads,
               static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim))), att);
-  b.Linear(att, L.out_proj, L.out_proj_bias.data ? &L.out_proj_bias : nullptr, h);
-  ORCA_RETURN_IF_ERROR(all_reduce(h));
+  b.Linear(att, L.out_proj, L.out_proj_bias.data ? &L.out_proj_bias : nullptr, delta);
+  ORCA_RETURN_IF_ERROR(all_reduce(delta));
 
   // MLP block.
-  norm(L.mlp_norm, L.mlp_norm_bias, /*add_h_first=*/true);
+  norm(L.mlp_norm, L.mlp_norm_bias, /*add_delta_first=*/true);
   if (gpt2) {
     Tensor act = act_.Rows(0, n);
     b.Linear(h, L.up, &L.up_bias, act);
     b.ActivationInPlace(act, ActivationOf(c));
-    b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, h);
+    b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, delta);
   } else {
     Tensor gate_up = mlp_.Rows(0, n), act = act_.Rows(0, n);
     b.Linear(h, L.up, L.up_bias.data ? &L.up_bias : nullptr, gate_up);
     b.GatedActivation(gate_up, ActivationOf(c), act);
-    b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, h);
+    b.Linear(act, L.down, L.down_bias.data ? &L.down_bias : nullptr, delta);
   }
-  return all_reduce(h);
+  return all_reduce(delta);
 }
 
 absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& plan, bool all_rows) {
@@ -549,7 +576,7 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& given,
         ORCA_RETURN_IF_ERROR(RunLayer(l, n, positions, slots, attn));
       }
       // The last layer's output joins the residual stream.
-      if (num_local_layers_ > 0) b.Add(x, h_.Rows(0, n));
+      if (num_local_layers_ > 0) b.Add(x, delta_.Rows(0, n));
       // Host time covers the device's work (traced runs only).
       if (spans_ != nullptr) ORCA_RETURN_IF_ERROR(b.Synchronize());
     }

@@ -63,6 +63,13 @@ struct ModelRunnerOptions {
   // communicators' operations can be recorded with them (Communicator::SupportsCapture:
   // NCCL). false: every iteration issues its operations one by one.
   bool graphs = true;
+  // Activations in the 16-bit type of the layers' weights where the backend computes in
+  // it (Backend::SupportsActivationDType: CUDA) and every layer's linear weights share
+  // that type: norm outputs, GEMM inputs and outputs, attention's q and out. The
+  // residual stream, the block outputs added to it (and all-reduced) and the logits stay
+  // float32. false: float32 activations (16-bit weights then meet inputs rounded to
+  // their type before each GEMM).
+  bool sixteen_bit_activations = true;
 };
 
 // Logits of the sampled rows of one iteration, on the host: row i belongs to the i-th
@@ -117,6 +124,8 @@ class ModelRunner {
   int32_t num_kv_blocks() const { return kv_shape_.num_blocks; }
   int32_t block_size() const { return kv_shape_.block_size; }
   DType kv_cache_dtype() const { return kv_shape_.dtype; }
+  // The type of the activations inside a layer (ModelRunnerOptions::sixteen_bit_activations).
+  DType activation_dtype() const { return act_dtype_; }
   size_t weight_bytes() const { return weights_->bytes; }
   size_t kv_cache_bytes() const;
 
@@ -199,8 +208,8 @@ class ModelRunner {
   // Runs fn(0..n-1) on the sampler's threads (or this one).
   void ParallelRows(int64_t n, const std::function<void(int64_t)>& fn);
   // `layer` indexes the shard's layers. Each layer adds the previous one's output (left
-  // in h_) to the residual stream x_ as part of its first norm, and leaves its own in
-  // h_: after the last, Forward adds it.
+  // in delta_) to the residual stream x_ as part of its first norm, and leaves its own
+  // in delta_: after the last, Forward adds it. Norms write h_.
   absl::Status RunLayer(int32_t layer, int64_t num_tokens, const int32_t* positions,
                         const int32_t* slot_mapping, const AttentionBatch& attn);
 
@@ -214,6 +223,7 @@ class ModelRunner {
   Backend* backend_ = nullptr;
   std::unique_ptr<ModelWeights> weights_;
   KvCacheShape kv_shape_;
+  DType act_dtype_ = DType::kF32;  // h_, qkv_, attn_, mlp_, act_
   std::vector<std::unique_ptr<DeviceBuffer>> kv_storage_;
   std::vector<Tensor> k_cache_, v_cache_;
   std::unique_ptr<ThreadPool> sampler_pool_;  // null: sample on the calling thread
@@ -236,7 +246,9 @@ class ModelRunner {
   int64_t ws_rows_ = 0;
   int64_t ws_ints_ = 0;
   std::unique_ptr<DeviceBuffer> ws_buffer_, rows_buffer_, index_buffer_;
-  Tensor x_, h_, qkv_, attn_, mlp_, act_, final_rows_, logits_;
+  // F32: x_ (the residual stream), delta_ (a block's output), final_rows_, logits_;
+  // act_dtype_: the rest.
+  Tensor x_, delta_, h_, qkv_, attn_, mlp_, act_, final_rows_, logits_;
   std::vector<float> prompt_logits_;  // one pass of prompt logprob rows, on the host
 };
 

@@ -453,12 +453,14 @@ absl::Status WorkerRank::Session() {
     ro.sampler_threads = options_.device.threads;
     ro.sample_on_backend = options_.device.sample_on_device;
     ro.graphs = options_.device.cuda_graphs;
+    ro.sixteen_bit_activations = options_.device.sixteen_bit_activations;
     ro.shard = shard;
     ro.tp_comm = tp_comm_.get();
     ro.pp_comm = pp_comm_.get();
     auto runner = ModelRunner::Create(options_.model.dir, backend_.get(), ro);
     if (!runner.ok()) return fail(runner.status());
     runner_ = std::move(*runner);
+    activation_dtype_ = runner_->activation_dtype();
   }
   if (size_by_memory) {
     absl::StatusOr<KvMemoryPlan> plan =

@@ -92,6 +92,9 @@ class WorkerRank {
   // Iterations this rank replayed from CUDA graphs (ModelRunner::graph_replays), over
   // its runners so far.
   int64_t graph_replays() const { return graph_replays_.load(); }
+  // The type its runner computes a layer's activations in (ModelRunner::activation_dtype;
+  // F32 before the first runner).
+  DType activation_dtype() const { return activation_dtype_.load(); }
   uint64_t generation() const { return generation_.load(); }
 
  private:
@@ -110,6 +113,7 @@ class WorkerRank {
   std::atomic<bool> ready_{false};
   std::atomic<int64_t> iterations_{0};
   std::atomic<int64_t> graph_replays_{0};
+  std::atomic<DType> activation_dtype_{DType::kF32};
   std::atomic<uint64_t> generation_{0};
   // True once the current session's stream has ended: NCCL communicators give up.
   std::atomic<bool> session_ended_{false};

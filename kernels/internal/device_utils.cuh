@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "kernels/kernel_types.h"
+
 namespace orca::kernels::internal {
 
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -41,6 +43,39 @@ __device__ __forceinline__ float BlockSum(float v, float* scratch) {
 __device__ __forceinline__ float ToFloat(float v) { return v; }
 __device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
 __device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// Element i of an activation array of `type` (float, float16 or bfloat16), as float.
+// `type` is the same for every thread, so the branch costs no divergence.
+__device__ __forceinline__ float LoadAs(const void* base, ScalarType type, int64_t i) {
+  switch (type) {
+    case ScalarType::kF16:
+      return __half2float(static_cast<const __half*>(base)[i]);
+    case ScalarType::kBF16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    default:
+      return static_cast<const float*>(base)[i];
+  }
+}
+
+// Stores v as element i of an activation array of `type`, rounded to nearest even (a
+// float16 beyond +-65504 becomes infinite, as a cast makes it).
+__device__ __forceinline__ void StoreAs(void* base, ScalarType type, int64_t i, float v) {
+  switch (type) {
+    case ScalarType::kF16:
+      static_cast<__half*>(base)[i] = __float2half_rn(v);
+      return;
+    case ScalarType::kBF16:
+      static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(v);
+      return;
+    default:
+      static_cast<float*>(base)[i] = v;
+  }
+}
+
+// Bytes of one element of `type`.
+__host__ __device__ __forceinline__ int ElementBytes(ScalarType type) {
+  return type == ScalarType::kF32 ? 4 : 2;
+}
 
 // Returns a block count for a grid-stride loop over `n` elements.
 inline unsigned GridFor(int64_t n, int threads) {

@@ -98,9 +98,9 @@ cudaDataType CudaDataType(DType t) {
 }
 
 bool IsContiguous(const Tensor& t) { return t.stride == 0 || t.stride == t.cols; }
-bool SameShape(const Tensor& a, const Tensor& b) {
-  return a.rows == b.rows && a.cols == b.cols && a.dtype == DType::kF32 && b.dtype == DType::kF32;
-}
+// A norm's output as its kernel takes it (any activation dtype).
+kernels::RowMatrix RowsOf(const Tensor& t) { return {t.data, t.ld(), ToScalarType(t.dtype)}; }
+bool SameShape(const Tensor& a, const Tensor& b) { return a.rows == b.rows && a.cols == b.cols; }
 
 class CudaBackendImpl : public CudaBackend {
  public:
@@ -127,6 +127,7 @@ class CudaBackendImpl : public CudaBackend {
   std::string name() const override { return absl::StrCat("cuda:", memory_->device()); }
   bool SupportsWeightDType(DType) const override { return true; }
   bool SupportsKvCacheDType(DType) const override { return true; }
+  bool SupportsActivationDType(DType) const override { return true; }
   cudaStream_t stream() const override { return memory_->stream(); }
   int device() const override { return memory_->device(); }
 
@@ -207,12 +208,12 @@ class CudaBackendImpl : public CudaBackend {
 
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) override {
     if (!Expect(weight.dtype == DType::kF32 && weight.rows * weight.cols == x.cols &&
-                    out.cols == x.cols && out.rows == x.rows,
-                "RmsNorm", "weight must be F32 [1, cols] and out the shape of x")) {
+                    out.cols == x.cols && out.rows == x.rows && x.dtype == DType::kF32,
+                "RmsNorm", "x and weight must be F32, weight [1, cols], out the shape of x")) {
       return;
     }
-    Launched(kernels::LaunchRmsNorm({x.f32(), x.ld()}, {}, weight.f32(), eps, x.rows, x.cols,
-                                    {out.f32(), out.ld()}, BeginOp()),
+    Launched(kernels::LaunchRmsNorm({x.data, x.ld()}, {}, weight.f32(), eps, x.rows, x.cols,
+                                    RowsOf(out), BeginOp()),
              "LaunchRmsNorm");
   }
 
@@ -220,26 +221,29 @@ class CudaBackendImpl : public CudaBackend {
                  Tensor out) override {
     if (!Expect(weight.dtype == DType::kF32 && bias.dtype == DType::kF32 &&
                     weight.rows * weight.cols == x.cols && bias.rows * bias.cols == x.cols &&
-                    out.cols == x.cols && out.rows == x.rows,
-                "LayerNorm", "weight and bias must be F32 [1, cols] and out the shape of x")) {
+                    out.cols == x.cols && out.rows == x.rows && x.dtype == DType::kF32,
+                "LayerNorm",
+                "x, weight and bias must be F32, weight and bias [1, cols], out the shape of x")) {
       return;
     }
-    Launched(kernels::LaunchLayerNorm({x.f32(), x.ld()}, {}, weight.f32(), bias.f32(), eps, x.rows,
-                                      x.cols, {out.f32(), out.ld()}, BeginOp()),
+    Launched(kernels::LaunchLayerNorm({x.data, x.ld()}, {}, weight.f32(), bias.f32(), eps, x.rows,
+                                      x.cols, RowsOf(out), BeginOp()),
              "LaunchLayerNorm");
   }
 
   void AddRmsNorm(Tensor residual, const Tensor& delta, const Tensor& weight, float eps,
                   Tensor out) override {
     if (!Expect(weight.dtype == DType::kF32 && weight.rows * weight.cols == residual.cols &&
-                    SameShape(residual, delta) && SameShape(residual, out),
+                    SameShape(residual, delta) && SameShape(residual, out) &&
+                    residual.dtype == DType::kF32 && delta.dtype == DType::kF32,
                 "AddRmsNorm",
-                "weight must be F32 [1, cols], delta and out the shape of residual")) {
+                "residual, delta and weight must be F32, weight [1, cols], delta and out the "
+                "shape of residual")) {
       return;
     }
-    Launched(kernels::LaunchRmsNorm({delta.f32(), delta.ld()}, {residual.f32(), residual.ld()},
-                                    weight.f32(), eps, residual.rows, residual.cols,
-                                    {out.f32(), out.ld()}, BeginOp()),
+    Launched(kernels::LaunchRmsNorm({delta.data, delta.ld()}, {residual.data, residual.ld()},
+                                    weight.f32(), eps, residual.rows, residual.cols, RowsOf(out),
+                                    BeginOp()),
              "LaunchRmsNorm");
   }
 
@@ -248,14 +252,16 @@ class CudaBackendImpl : public CudaBackend {
     if (!Expect(weight.dtype == DType::kF32 && bias.dtype == DType::kF32 &&
                     weight.rows * weight.cols == residual.cols &&
                     bias.rows * bias.cols == residual.cols && SameShape(residual, delta) &&
-                    SameShape(residual, out),
+                    SameShape(residual, out) && residual.dtype == DType::kF32 &&
+                    delta.dtype == DType::kF32,
                 "AddLayerNorm",
-                "weight and bias must be F32 [1, cols], delta and out the shape of residual")) {
+                "residual, delta, weight and bias must be F32, weight and bias [1, cols], delta "
+                "and out the shape of residual")) {
       return;
     }
-    Launched(kernels::LaunchLayerNorm({delta.f32(), delta.ld()}, {residual.f32(), residual.ld()},
+    Launched(kernels::LaunchLayerNorm({delta.data, delta.ld()}, {residual.data, residual.ld()},
                                       weight.f32(), bias.f32(), eps, residual.rows, residual.cols,
-                                      {out.f32(), out.ld()}, BeginOp()),
+                                      RowsOf(out), BeginOp()),
              "LaunchLayerNorm");
   }
 
@@ -265,24 +271,26 @@ class CudaBackendImpl : public CudaBackend {
                 "num_heads * head_dim exceeds the row")) {
       return;
     }
-    Launched(kernels::LaunchRope(x.f32(), x.ld(), x.rows, positions, num_heads, head_dim, theta,
-                                 BeginOp()),
+    Launched(kernels::LaunchRope(x.data, x.ld(), x.rows, positions, num_heads, head_dim, theta,
+                                 BeginOp(), ToScalarType(x.dtype)),
              "LaunchRope");
   }
 
   void GatedActivation(const Tensor& gate_up, Activation act, Tensor out) override {
-    if (!Expect(gate_up.cols == 2 * out.cols && gate_up.rows == out.rows, "GatedActivation",
-                "gate_up must be [T, 2I] for out [T, I]")) {
+    if (!Expect(
+            gate_up.cols == 2 * out.cols && gate_up.rows == out.rows && gate_up.dtype == out.dtype,
+            "GatedActivation", "gate_up must be [T, 2I] for out [T, I], of one dtype")) {
       return;
     }
-    Launched(kernels::LaunchGatedActivation(gate_up.f32(), gate_up.ld(), gate_up.rows, out.cols,
-                                            ToActivationKind(act), out.f32(), out.ld(), BeginOp()),
+    Launched(kernels::LaunchGatedActivation(gate_up.data, gate_up.ld(), gate_up.rows, out.cols,
+                                            ToActivationKind(act), out.data, out.ld(), BeginOp(),
+                                            ToScalarType(out.dtype)),
              "LaunchGatedActivation");
   }
 
   void ActivationInPlace(Tensor x, Activation act) override {
-    Launched(kernels::LaunchActivationInPlace(x.f32(), x.ld(), x.rows, x.cols,
-                                              ToActivationKind(act), BeginOp()),
+    Launched(kernels::LaunchActivationInPlace(x.data, x.ld(), x.rows, x.cols, ToActivationKind(act),
+                                              BeginOp(), ToScalarType(x.dtype)),
              "LaunchActivationInPlace");
   }
 
@@ -292,14 +300,15 @@ class CudaBackendImpl : public CudaBackend {
                     v_cache.cols == k.cols && k_cache.rows == v_cache.rows &&
                     k.cols == int64_t{shape.num_kv_heads} * shape.head_dim &&
                     k_cache.dtype == shape.dtype && v_cache.dtype == shape.dtype &&
-                    IsContiguous(k_cache) && IsContiguous(v_cache),
-                "KvWrite", "k/v rows must match the contiguous caches' shape and dtype")) {
+                    IsContiguous(k_cache) && IsContiguous(v_cache) && k.dtype == v.dtype,
+                "KvWrite",
+                "k/v rows (of one dtype) must match the contiguous caches' shape and dtype")) {
       return;
     }
-    Launched(kernels::LaunchKvWrite(k.f32(), k.ld(), v.f32(), v.ld(), k.rows, shape.num_kv_heads,
+    Launched(kernels::LaunchKvWrite(k.data, k.ld(), v.data, v.ld(), k.rows, shape.num_kv_heads,
                                     shape.head_dim, shape.block_size, slot_mapping,
                                     ToScalarType(shape.dtype), k_cache.data, v_cache.data,
-                                    k_cache.rows, BeginOp()),
+                                    k_cache.rows, BeginOp(), ToScalarType(k.dtype)),
              "LaunchKvWrite");
   }
 
@@ -308,7 +317,10 @@ class CudaBackendImpl : public CudaBackend {
                  float scale, Tensor out) override;
 
   void GatherRows(const Tensor& x, const int32_t* rows, int64_t n, Tensor out) override {
-    if (!Expect(out.cols == x.cols, "GatherRows", "out must have the columns of x")) return;
+    if (!Expect(out.cols == x.cols && x.dtype == DType::kF32 && out.dtype == DType::kF32,
+                "GatherRows", "x and out must be F32 with the same columns")) {
+      return;
+    }
     Launched(kernels::LaunchGatherRows(x.f32(), x.ld(), x.rows, x.cols, rows, n, out.f32(),
                                        out.ld(), BeginOp()),
              "LaunchGatherRows");
@@ -524,9 +536,12 @@ absl::Status CudaBackendImpl::SampleRows(const Tensor& logits,
 
 void CudaBackendImpl::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor out) {
   const int64_t m = x.rows, k = x.cols, n = w.rows;
-  if (!Expect(x.dtype == DType::kF32 && out.dtype == DType::kF32 && w.cols == k && out.rows == m &&
-                  out.cols == n && IsContiguous(w),
-              "Linear", "expects x F32 [M, K], w contiguous [N, K], out F32 [M, N]") ||
+  // x and out: F32, or w's 16-bit type.
+  auto of_weights = [&w](const Tensor& t) { return t.dtype == DType::kF32 || t.dtype == w.dtype; };
+  if (!Expect(of_weights(x) && of_weights(out) && w.cols == k && out.rows == m && out.cols == n &&
+                  IsContiguous(w),
+              "Linear",
+              "expects x [M, K] and out [M, N] F32 or of w's type, w contiguous [N, K]") ||
       !Expect(
           m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && x.ld() <= INT_MAX && out.ld() <= INT_MAX,
           "Linear", "dimensions exceed int32") ||
@@ -538,7 +553,7 @@ void CudaBackendImpl::Linear(const Tensor& x, const Tensor& w, const Tensor* bia
   cudaStream_t s = BeginOp();
   const void* b = x.data;
   int64_t ldb = x.ld();
-  if (w.dtype != DType::kF32) {
+  if (w.dtype != DType::kF32 && x.dtype == DType::kF32) {
     // cuBLAS multiplies 16-bit by 16-bit only: round the activations to the weight type
     // (F32 accumulation keeps the error at the input rounding, ~2^-9 for BF16).
     void* converted = Workspace(conversion_, static_cast<size_t>(m * k) * DTypeSize(w.dtype));
@@ -552,13 +567,15 @@ void CudaBackendImpl::Linear(const Tensor& x, const Tensor& w, const Tensor* bia
   const float alpha = 1.0f, beta = 0.0f;
   const cublasComputeType_t compute =
       (w.dtype == DType::kF32 && allow_tf32_) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  Record(ORCA_CUDA_STATUS(
-      cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                   static_cast<int>(k), &alpha, w.data, CudaDataType(w.dtype), static_cast<int>(k),
-                   b, CudaDataType(w.dtype), static_cast<int>(ldb), &beta, out.data, CUDA_R_32F,
-                   static_cast<int>(out.ld()), compute, CUBLAS_GEMM_DEFAULT)));
+  Record(ORCA_CUDA_STATUS(cublasGemmEx(
+      cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+      static_cast<int>(k), &alpha, w.data, CudaDataType(w.dtype), static_cast<int>(k), b,
+      CudaDataType(w.dtype), static_cast<int>(ldb), &beta, out.data, CudaDataType(out.dtype),
+      static_cast<int>(out.ld()), compute, CUBLAS_GEMM_DEFAULT)));
   if (bias != nullptr) {
-    Launched(kernels::LaunchAddBias(out.f32(), out.ld(), bias->f32(), m, n, s), "LaunchAddBias");
+    Launched(
+        kernels::LaunchAddBias(out.data, out.ld(), bias->f32(), m, n, s, ToScalarType(out.dtype)),
+        "LaunchAddBias");
   }
 }
 
@@ -592,8 +609,9 @@ void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Te
                                           batch.num_seqs, q.rows, num_heads, shape.head_dim, 1));
   if (ws == nullptr) return;
   kernels::PagedAttentionParams p;
-  p.q = q.f32();
+  p.q = q.data;
   p.q_ld = q.ld();
+  p.q_type = ToScalarType(q.dtype);
   p.num_tokens = q.rows;
   p.k_cache = k_cache.data;
   p.v_cache = v_cache.data;
@@ -608,8 +626,9 @@ void CudaBackendImpl::Attention(const Tensor& q, const Tensor& k_cache, const Te
   p.num_kv_heads = shape.num_kv_heads;
   p.head_dim = shape.head_dim;
   p.scale = scale;
-  p.out = out.f32();
+  p.out = out.data;
   p.out_ld = out.ld();
+  p.out_type = ToScalarType(out.dtype);
   p.max_query_len = batch.max_query_len;
   p.max_kv_len = batch.max_kv_len;
   p.num_sms = num_sms_;
