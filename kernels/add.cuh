@@ -1,5 +1,5 @@
-// Additions: the residual add of float32 matrices (x += y) and the bias add that
-// follows a GEMM (out[r, :] += bias, out float32 or 16-bit).
+// Additions on float32 matrices: the residual add (x += y) and the bias add that
+// follows a GEMM (out[r, :] += bias, in place, or into a 16-bit output).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,9 +15,15 @@ namespace orca::kernels {
 cudaError_t LaunchAdd(float* x, int64_t x_ld, const float* y, int64_t y_ld, int64_t rows,
                       int64_t cols, cudaStream_t stream);
 
-// out[r, j] += bias[j] for a [rows, cols] matrix of `out_type` with rows out_ld
-// elements apart (the sum in float32, rounded to out_type).
-cudaError_t LaunchAddBias(void* out, int64_t out_ld, const float* bias, int64_t rows, int64_t cols,
-                          cudaStream_t stream, ScalarType out_type = ScalarType::kF32);
+// out[r, j] += bias[j] for a [rows, cols] matrix with rows out_ld floats apart.
+cudaError_t LaunchAddBias(float* out, int64_t out_ld, const float* bias, int64_t rows, int64_t cols,
+                          cudaStream_t stream);
+
+// out[r, j] = src[r, j] + bias[j], rounded once to `out_type` (a 16-bit GEMM output
+// whose bias joins it before its rounding); src rows src_ld floats apart, out rows
+// out_ld elements apart.
+cudaError_t LaunchAddBiasInto(const float* src, int64_t src_ld, const float* bias, int64_t rows,
+                              int64_t cols, void* out, int64_t out_ld, ScalarType out_type,
+                              cudaStream_t stream);
 
 }  // namespace orca::kernels

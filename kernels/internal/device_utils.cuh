@@ -72,11 +72,6 @@ __device__ __forceinline__ void StoreAs(void* base, ScalarType type, int64_t i, 
   }
 }
 
-// Bytes of one element of `type`.
-__host__ __device__ __forceinline__ int ElementBytes(ScalarType type) {
-  return type == ScalarType::kF32 ? 4 : 2;
-}
-
 // Returns a block count for a grid-stride loop over `n` elements.
 inline unsigned GridFor(int64_t n, int threads) {
   int64_t blocks = (n + threads - 1) / threads;

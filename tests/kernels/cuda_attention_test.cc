@@ -62,10 +62,13 @@ kernels::PagedAttentionSplit SplitFor(const AttentionCase& c, int num_sms) {
   return kernels::ChoosePagedAttentionSplit(p);
 }
 
+// `act_dtype`: the type of q and out on the GPU (16-bit activations; the CPU computes
+// from the same rounded queries in float32).
 void RunCase(BackendPair& b, const AttentionCase& c, std::mt19937& rng,
-             DType kv_dtype = DType::kF32) {
+             DType kv_dtype = DType::kF32, DType act_dtype = DType::kF32) {
   SCOPED_TRACE(c.name);
   SCOPED_TRACE(DTypeName(kv_dtype));
+  SCOPED_TRACE(DTypeName(act_dtype));
   const int32_t num_seqs = static_cast<int32_t>(c.seqs.size());
   int32_t max_blocks = 1, total_blocks = 0, tokens = 0, max_q = 0, max_kv = 0;
   for (const SeqShape& s : c.seqs) {
@@ -99,10 +102,10 @@ void RunCase(BackendPair& b, const AttentionCase& c, std::mt19937& rng,
   Mirrored k_cache = b.UploadCache(RandomFloats(rng, slots * kv_width), slots, kv_width, kv_dtype);
   Mirrored v_cache = b.UploadCache(RandomFloats(rng, slots * kv_width), slots, kv_width, kv_dtype);
   const int64_t pad = 2 * kv_width;  // q is the first columns of a fused QKV row
-  Mirrored qkv =
-      b.Upload(RandomFloats(rng, tokens * (q_width + pad), -2.0f, 2.0f), tokens, q_width + pad);
-  Mirrored out =
-      b.Upload(std::vector<float>(static_cast<size_t>(tokens * q_width)), tokens, q_width);
+  Mirrored qkv = b.Upload(RandomFloats(rng, tokens * (q_width + pad), -2.0f, 2.0f), tokens,
+                          q_width + pad, act_dtype);
+  Mirrored out = b.Upload(std::vector<float>(static_cast<size_t>(tokens * q_width)), tokens,
+                          q_width, act_dtype);
   b.Poison(out);
 
   KvCacheShape shape{num_blocks, c.block_size, c.kv_heads, c.head_dim, kv_dtype};
@@ -113,7 +116,10 @@ void RunCase(BackendPair& b, const AttentionCase& c, std::mt19937& rng,
                     scale, out.cpu);
   b.gpu().Attention(qkv.gpu.Cols(0, q_width), k_cache.gpu, v_cache.gpu, gpu_batch, shape, c.heads,
                     scale, out.gpu);
-  ORCA_EXPECT_CONSISTENT(b.GpuValues(out.gpu), b.CpuValues(out.cpu), 1e-3);
+  // 16-bit outputs: one rounding more (at most 2^-8 relative for bfloat16, 2^-11 for
+  // float16).
+  ORCA_EXPECT_CONSISTENT(b.GpuValues(out.gpu), b.CpuValues(out.cpu),
+                         act_dtype == DType::kBF16 ? 4.5e-3 : 1e-3);
 }
 
 TEST(CudaAttentionTest, MixedBatchesMatchCpu) {
@@ -142,6 +148,31 @@ TEST(CudaAttentionTest, MixedBatchesMatchCpu) {
   // and without split-KV.
   for (DType kv : {DType::kF16, DType::kBF16}) {
     for (const AttentionCase& c : cases) RunCase(b, c, rng, kv);
+  }
+}
+
+// 16-bit queries and output (ModelRunnerOptions::sixteen_bit_activations) over 16-bit
+// and float32 caches: mixed batches, and decodes and mixed batches split across keys
+// (the merge kernel writes the output then).
+TEST(CudaAttentionTest, SixteenBitQueriesAndOutputMatchCpu) {
+  ORCA_REQUIRE_GPU();
+  BackendPair b;
+  ASSERT_TRUE(b.ok()) << b.error();
+  const int sms = DeviceSms(b);
+  ASSERT_GT(sms, 0);
+  std::mt19937 rng(17);
+  const std::vector<AttentionCase> cases = {
+      {"llama-1b shape (GQA 8, d 64)", 32, 4, 64, 16, {{1, 1000}, {1, 17}, {70, 70}, {33, 300}}},
+      {"head dim 6 (no float4)", 6, 3, 6, 4, {{3, 10}, {1, 5}, {4, 4}}},
+      {"decode, split", 16, 2, 64, 16, {{1, 2049}, {1, 700}}},
+      {"mixed, split", 8, 2, 128, 8, {{9, 777}, {1, 2999}, {4, 260}}},
+  };
+  EXPECT_GT(SplitFor(cases[2], sms).num_splits, 1);
+  EXPECT_GT(SplitFor(cases[3], sms).num_splits, 1);
+  for (DType act : {DType::kF16, DType::kBF16}) {
+    for (DType kv : {DType::kF32, act}) {
+      for (const AttentionCase& c : cases) RunCase(b, c, rng, kv, act);
+    }
   }
 }
 

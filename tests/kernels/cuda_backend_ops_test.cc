@@ -244,6 +244,114 @@ TEST(CudaBackendOpsTest, KvWriteThroughSlotMapping) {
   }
 }
 
+// 16-bit activations (ModelRunnerOptions::sixteen_bit_activations): each operation that
+// takes them, with its 16-bit inputs holding values already rounded to the type (the
+// CPU computes from the same values in float32) and its 16-bit outputs poisoned first,
+// so one rounding of the result separates the two: at most 2^-8 relative for bfloat16,
+// 2^-11 for float16, plus the two backends' float32 differences (a rounding toward zero,
+// or a second rounding, takes up to twice that). The residual stream and the block
+// outputs stay float32.
+double OneRounding(DType a) { return a == DType::kBF16 ? 4e-3 : 5e-4; }
+
+TEST(CudaBackendOpsTest, SixteenBitActivationsMatchCpu) {
+  ORCA_SETUP_BACKENDS(b);
+  std::mt19937 rng(9);
+  for (DType a : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(a));
+    const double tol = OneRounding(a);
+    const int64_t t = 13, h = 333;
+    // Norms into 16 bits, alone and fused with the residual add (the residual's sum
+    // stays float32 and exact).
+    Mirrored x = b.Upload(RandomFloats(rng, t * h, -3.0f, 3.0f), t, h);
+    Mirrored delta = b.Upload(RandomFloats(rng, t * h), t, h);
+    Mirrored w = b.Upload(RandomFloats(rng, h, 0.5f, 1.5f), 1, h);
+    Mirrored bias = b.Upload(RandomFloats(rng, h), 1, h);
+    Mirrored normed = b.Upload(std::vector<float>(t * h), t, h, a);
+    for (int kind = 0; kind < 4; ++kind) {
+      SCOPED_TRACE(kind);
+      b.Poison(normed);
+      if (kind == 0) {
+        b.cpu().RmsNorm(x.cpu, w.cpu, 1e-5f, normed.cpu);
+        b.gpu().RmsNorm(x.gpu, w.gpu, 1e-5f, normed.gpu);
+      } else if (kind == 1) {
+        b.cpu().LayerNorm(x.cpu, w.cpu, bias.cpu, 1e-5f, normed.cpu);
+        b.gpu().LayerNorm(x.gpu, w.gpu, bias.gpu, 1e-5f, normed.gpu);
+      } else if (kind == 2) {
+        b.cpu().AddRmsNorm(x.cpu, delta.cpu, w.cpu, 1e-5f, normed.cpu);
+        b.gpu().AddRmsNorm(x.gpu, delta.gpu, w.gpu, 1e-5f, normed.gpu);
+      } else {
+        b.cpu().AddLayerNorm(x.cpu, delta.cpu, w.cpu, bias.cpu, 1e-5f, normed.cpu);
+        b.gpu().AddLayerNorm(x.gpu, delta.gpu, w.gpu, bias.gpu, 1e-5f, normed.gpu);
+      }
+      ORCA_EXPECT_CONSISTENT(Values(b, normed, true), Values(b, normed, false), tol);
+      ORCA_EXPECT_CONSISTENT(Values(b, x, true), Values(b, x, false), 1e-6);
+    }
+
+    // RoPE in place on a strided 16-bit view; the pad columns keep their bits.
+    const int32_t heads = 4, head_dim = 64;
+    const int64_t width = heads * head_dim, pad = head_dim;
+    std::vector<int32_t> pos(t);
+    for (int64_t i = 0; i < t; ++i) pos[i] = static_cast<int32_t>(rng() % 131072);
+    auto [cpu_pos, gpu_pos] = b.UploadInts(pos);
+    Mirrored qkv = b.Upload(RandomFloats(rng, t * (width + pad)), t, width + pad, a);
+    b.cpu().Rope(qkv.cpu.Cols(pad, width), cpu_pos, heads, head_dim, 1e4);
+    b.gpu().Rope(qkv.gpu.Cols(pad, width), gpu_pos, heads, head_dim, 1e4);
+    ORCA_EXPECT_CONSISTENT(Values(b, qkv, true), Values(b, qkv, false), tol);
+
+    // KV write from 16-bit k and v: the caches get the CPU's bits (rounding a 16-bit
+    // value to the cache's type is exact or the same round to nearest even).
+    for (DType kv : {DType::kF32, DType::kF16, DType::kBF16}) {
+      SCOPED_TRACE(DTypeName(kv));
+      const int64_t slots = 8 * 16, kv_w = 2 * 32;
+      std::vector<int32_t> all(slots);
+      std::iota(all.begin(), all.end(), 0);
+      std::shuffle(all.begin(), all.end(), rng);
+      auto [cpu_map, gpu_map] = b.UploadInts(std::vector<int32_t>(all.begin(), all.begin() + t));
+      Mirrored kv_rows = b.Upload(RandomFloats(rng, t * 2 * kv_w, -4.0f, 4.0f), t, 2 * kv_w, a);
+      Mirrored kc = b.UploadCache(RandomFloats(rng, slots * kv_w), slots, kv_w, kv);
+      Mirrored vc = b.UploadCache(RandomFloats(rng, slots * kv_w), slots, kv_w, kv);
+      const KvCacheShape shape{8, 16, 2, 32, kv};
+      b.cpu().KvWrite(kv_rows.cpu.Cols(0, kv_w), kv_rows.cpu.Cols(kv_w, kv_w), cpu_map, shape,
+                      kc.cpu, vc.cpu);
+      b.gpu().KvWrite(kv_rows.gpu.Cols(0, kv_w), kv_rows.gpu.Cols(kv_w, kv_w), gpu_map, shape,
+                      kc.gpu, vc.gpu);
+      EXPECT_EQ(b.RawBytes(kc, true), b.RawBytes(kc, false));
+      EXPECT_EQ(b.RawBytes(vc, true), b.RawBytes(vc, false));
+    }
+
+    // The activation functions, 16-bit in and out.
+    const int64_t inter = 172;
+    for (Activation act : {Activation::kSilu, Activation::kGeluTanh, Activation::kGeluErf}) {
+      SCOPED_TRACE(static_cast<int>(act));
+      Mirrored gate_up = b.Upload(RandomFloats(rng, t * 2 * inter, -6.0f, 6.0f), t, 2 * inter, a);
+      Mirrored out = b.Upload(std::vector<float>(t * inter), t, inter, a);
+      b.Poison(out);
+      b.cpu().GatedActivation(gate_up.cpu, act, out.cpu);
+      b.gpu().GatedActivation(gate_up.gpu, act, out.gpu);
+      ORCA_EXPECT_CONSISTENT(Values(b, out, true), Values(b, out, false), tol);
+      b.cpu().ActivationInPlace(gate_up.cpu, act);
+      b.gpu().ActivationInPlace(gate_up.gpu, act);
+      ORCA_EXPECT_CONSISTENT(Values(b, gate_up, true), Values(b, gate_up, false), tol);
+    }
+
+    // GEMMs on 16-bit x: into 16 bits with a bias (QKV, gate/up), and into float32 (the
+    // out-projection and down GEMMs, whose outputs join the residual stream).
+    for (DType out_type : {a, DType::kF32}) {
+      SCOPED_TRACE(DTypeName(out_type));
+      const int64_t m = 9, k = 256, n = 96;
+      Mirrored xs = b.Upload(RandomFloats(rng, m * k), m, k, a);
+      Mirrored wt = b.Upload(RandomFloats(rng, n * k, -0.1f, 0.1f), n, k, a);
+      Mirrored bs = b.Upload(RandomFloats(rng, n), 1, n);
+      Mirrored out = b.Upload(std::vector<float>(m * n), m, n, out_type);
+      b.Poison(out);
+      b.cpu().Linear(xs.cpu, wt.cpu, &bs.cpu, out.cpu);
+      b.gpu().Linear(xs.gpu, wt.gpu, &bs.gpu, out.gpu);
+      ORCA_EXPECT_CONSISTENT(Values(b, out, true), Values(b, out, false), tol);
+    }
+  }
+  ASSERT_TRUE(b.gpu().Synchronize().ok());
+}
+
 TEST(CudaBackendOpsTest, GatherRowsMatchesCpu) {
   ORCA_SETUP_BACKENDS(b);
   std::mt19937 rng(8);

@@ -125,15 +125,18 @@ std::pair<const int32_t*, const int32_t*> BackendPair::UploadInts(
 }
 
 void BackendPair::Poison(const Mirrored& t) {
-  const size_t n = t.gpu_buf->size() / sizeof(float);
-  std::vector<float> nan(n, std::numeric_limits<float>::quiet_NaN());
-  EXPECT_TRUE(gpu_->CopyToDevice(t.gpu_buf->data(), nan.data(), n * sizeof(float)).ok());
+  // All-ones bytes: a NaN in float32, float16 and bfloat16 alike.
+  std::vector<uint8_t> nan(t.gpu_buf->size(), 0xff);
+  EXPECT_TRUE(gpu_->CopyToDevice(t.gpu_buf->data(), nan.data(), nan.size()).ok());
 }
 
 std::vector<float> BackendPair::GpuValues(const Tensor& t) {
-  std::vector<float> v(static_cast<size_t>(t.rows * t.cols));
-  absl::Status s = gpu_->CopyToHost(v.data(), t.data, v.size() * sizeof(float));
+  const size_t n = static_cast<size_t>(t.rows * t.cols);
+  std::vector<uint8_t> raw(n * DTypeSize(t.dtype));
+  absl::Status s = gpu_->CopyToHost(raw.data(), t.data, raw.size());
   EXPECT_TRUE(s.ok()) << s;
+  std::vector<float> v(n);
+  ConvertToF32(raw.data(), t.dtype, n, v.data());
   return v;
 }
 

@@ -53,9 +53,10 @@ class BackendPair {
   std::vector<uint8_t> RawBytes(const Mirrored& m, bool gpu);
   // Uploads int32 values to both backends; returns {cpu pointer, gpu pointer}.
   std::pair<const int32_t*, const int32_t*> UploadInts(const std::vector<int32_t>& values);
-  // Fills the GPU copy of `t` (all rows * ld elements of its buffer) with NaN.
+  // Fills the GPU copy of `t` (its whole buffer) with NaN of any dtype.
   void Poison(const Mirrored& t);
-  // Returns the GPU and CPU contents of a contiguous F32 mirrored tensor.
+  // Returns the GPU contents of a contiguous tensor (16-bit ones widened) and the CPU
+  // contents of a contiguous F32 one.
   std::vector<float> GpuValues(const Tensor& t);
   std::vector<float> CpuValues(const Tensor& t);
 

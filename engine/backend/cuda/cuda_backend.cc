@@ -393,6 +393,7 @@ class CudaBackendImpl : public CudaBackend {
   bool allow_tf32_;
   absl::Status first_error_;
   std::unique_ptr<DeviceBuffer> conversion_;  // activations converted for 16-bit GEMMs
+  std::unique_ptr<DeviceBuffer> biased_;      // float32 GEMM results a bias joins before rounding
   // Paged attention's tile offsets and split-KV partials, sized by the largest batch
   // seen (the profiling pass's) up to a bound fixed by the SM count and head dim.
   std::unique_ptr<DeviceBuffer> attention_ws_;
@@ -563,19 +564,33 @@ void CudaBackendImpl::Linear(const Tensor& x, const Tensor& w, const Tensor* bia
     b = converted;
     ldb = k;
   }
+  // A bias joins a 16-bit output before its one rounding: the GEMM writes float32 to a
+  // workspace and the bias add rounds the sum into out.
+  const bool bias_first = bias != nullptr && out.dtype != DType::kF32;
+  void* c = out.data;
+  cudaDataType c_type = CudaDataType(out.dtype);
+  int64_t ldc = out.ld();
+  if (bias_first) {
+    c = Workspace(biased_, static_cast<size_t>(m * n) * sizeof(float));
+    if (c == nullptr) return;
+    c_type = CUDA_R_32F;
+    ldc = n;
+  }
   // Row-major out[M, N] = x[M, K] W[N, K]^T is column-major out^T[N, M] = W^T x^T.
   const float alpha = 1.0f, beta = 0.0f;
   const cublasComputeType_t compute =
       (w.dtype == DType::kF32 && allow_tf32_) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  Record(ORCA_CUDA_STATUS(cublasGemmEx(
-      cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-      static_cast<int>(k), &alpha, w.data, CudaDataType(w.dtype), static_cast<int>(k), b,
-      CudaDataType(w.dtype), static_cast<int>(ldb), &beta, out.data, CudaDataType(out.dtype),
-      static_cast<int>(out.ld()), compute, CUBLAS_GEMM_DEFAULT)));
-  if (bias != nullptr) {
-    Launched(
-        kernels::LaunchAddBias(out.data, out.ld(), bias->f32(), m, n, s, ToScalarType(out.dtype)),
-        "LaunchAddBias");
+  Record(ORCA_CUDA_STATUS(
+      cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                   static_cast<int>(k), &alpha, w.data, CudaDataType(w.dtype), static_cast<int>(k),
+                   b, CudaDataType(w.dtype), static_cast<int>(ldb), &beta, c, c_type,
+                   static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT)));
+  if (bias_first) {
+    Launched(kernels::LaunchAddBiasInto(static_cast<const float*>(c), ldc, bias->f32(), m, n,
+                                        out.data, out.ld(), ToScalarType(out.dtype), s),
+             "LaunchAddBiasInto");
+  } else if (bias != nullptr) {
+    Launched(kernels::LaunchAddBias(out.f32(), out.ld(), bias->f32(), m, n, s), "LaunchAddBias");
   }
 }
 
