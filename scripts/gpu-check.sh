@@ -5,10 +5,12 @@
 #   2. compares `orca generate` on stories260K, --device cuda against --device cpu,
 #   3. runs orca-bench-kernels (measured peaks, kernels, the device sampler against the
 #      host for each kind of request, whole llama-1B BF16 iterations; then iterations
-#      over each KV cache dtype, sampling on the device and the host),
+#      over each KV cache dtype, sampling on the device and the host, and with 16-bit
+#      against float32 activations),
 #   4. serves a random llama-1B BF16 with `orca serve --device cuda` and runs an
 #      `orca bench serve` closed-loop sweep against it (greedy), then at temperature 1
-#      over float32 and float16 KV caches, and with tokens drawn on the host; then
+#      over float32 and float16 KV caches, with tokens drawn on the host, and greedy
+#      again with float32 activations; then
 #      guided decoding's per-token overhead (a pattern, a JSON schema, a grammar) on a
 #      random llama-110m at 1 and 32 clients (bench/guided/guided_overhead.py),
 #   5. runs the gpu tests under compute-sanitizer (memcheck, racecheck on attention and
@@ -181,6 +183,11 @@ if [ "$device" = cuda ] && wanted kernels; then
     "'$bench_kernels' --reps $reps --decode-batches 1,16,64,256 --prefill-lens 512,2048 \
      --kv-cache-dtypes float32,float16,bfloat16 --sampling device,host --tokens 1 \
      --skip-sampling --model-dir '$model' >'$out/bench-kv-sampling.json'"
+  # Whole iterations with the layers in bfloat16 (the default) and in float32.
+  step "orca-bench-kernels activations 16 vs 32" 150 "$out/bench.log" bash -c \
+    "'$bench_kernels' --reps $reps --decode-batches 1,16,64,256 --prefill-lens 512,2048 \
+     --activations 16,32 --tokens 1 --skip-sampling --model-dir '$model' \
+     >'$out/bench-activations.json'"
 fi
 
 # --- 4. orca serve --device cuda + orca bench serve -------------------------------------
@@ -219,6 +226,7 @@ if wanted serve; then
     serve_sweep t1-kv-float16 1 "" --kv-cache-dtype float16
     serve_sweep t1-kv-float16-host-sampling 1 "" --kv-cache-dtype float16 --no-device-sampling
     serve_sweep t1-top-p-0.9 1 '{"top_p": 0.9}'
+    serve_sweep f32-activations 0 "" --no-sixteen-bit-activations
   fi
 fi
 rm -rf "$(dirname "$model")"
