@@ -35,8 +35,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
     ORCA_ASSIGN_OR_RETURN(auto local, LocalExecutor::Create(LocalExecutorOptions{
                                           options.model, options.device, options.kv_cache,
                                           options.scheduler, options.trace}));
-    ORCA_LOG(INFO) << "engine: weights " << local->runner().weight_bytes() / (1 << 20)
-                   << " MiB, KV cache " << local->runner().kv_cache_bytes() / (1 << 20) << " MiB";
+    const ModelRunner& runner = local->runner();
+    ORCA_LOG(INFO) << "engine: weights " << runner.weight_bytes() / (1 << 20) << " MiB, KV cache "
+                   << runner.kv_cache_bytes() / (1 << 20) << " MiB of "
+                   << DTypeName(runner.kv_cache_dtype()) << ", activations "
+                   << DTypeName(runner.activation_dtype());
     executor = std::move(local);
   }
   e->executor_ = std::move(executor);

@@ -498,7 +498,8 @@ absl::Status WorkerRank::Session() {
   ready_ = true;
   const auto [first_layer, end_layer] = shard.Layers(runner_->config().num_layers);
   ORCA_LOG(INFO) << "worker " << options_.name << ": ready, layers " << first_layer << ".."
-                 << end_layer - 1 << ", weights " << runner_->weight_bytes() / (1 << 20) << " MiB";
+                 << end_layer - 1 << ", weights " << runner_->weight_bytes() / (1 << 20)
+                 << " MiB, activations " << DTypeName(runner_->activation_dtype());
 
   // Plans are deltas against what earlier plans of this generation gave (plan_codec.h).
   PlanDecoder decoder;

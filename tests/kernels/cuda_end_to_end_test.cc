@@ -156,6 +156,7 @@ TEST(CudaEndToEndTest, Stories260KSixteenBitActivationsMatchPyTorch) {
     std::vector<int32_t> tokens = prompt;
     const std::vector<int32_t> out = testing::GreedyAlone(*gpu.runner, prompt, 120);
     ASSERT_EQ(out.size(), 120u);
+    EXPECT_GT(gpu.runner->graph_replays(), 100) << "the decodes were not replayed from graphs";
     tokens.insert(tokens.end(), out.begin(), out.end());
     const std::vector<double> ref = testing::ReferenceLogits(python, tmp.path(), tokens);
     ASSERT_EQ(ref.size(), tokens.size() * vocab);
