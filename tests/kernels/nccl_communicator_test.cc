@@ -18,26 +18,40 @@ TEST(NcclCommunicatorTest, RejectsMalformedIds) {
   EXPECT_EQ(comm.status().code(), absl::StatusCode::kInvalidArgument) << comm.status();
 }
 
-TEST(NcclCommunicatorTest, SingleRankAllReduceIsIdentity) {
-  ORCA_REQUIRE_GPU();
+// A one-rank communicator on device 0's backend.
+struct OneRank {
+  std::unique_ptr<CudaBackend> backend;
+  std::unique_ptr<Communicator> comm;
+};
+
+void MakeOneRank(OneRank& out) {
   auto backend = CudaBackend::Create({});
   ASSERT_TRUE(backend.ok()) << backend.status();
+  out.backend = std::move(*backend);
   auto id = NewNcclUniqueId();
   ASSERT_TRUE(id.ok()) << id.status();
-  auto comm = CreateNcclCommunicator(*id, 0, 1, (*backend)->device(), (*backend)->stream());
+  auto comm = CreateNcclCommunicator(*id, 0, 1, out.backend->device(), out.backend->stream());
   ASSERT_TRUE(comm.ok()) << comm.status();
-  EXPECT_EQ((*comm)->world_size(), 1);
+  out.comm = std::move(*comm);
+}
+
+TEST(NcclCommunicatorTest, SingleRankAllReduceIsIdentity) {
+  ORCA_REQUIRE_GPU();
+  OneRank rank;
+  ASSERT_NO_FATAL_FAILURE(MakeOneRank(rank));
+  EXPECT_EQ(rank.comm->world_size(), 1);
   std::vector<float> host(1000);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i) * 0.5f;
-  auto buf = (*backend)->Allocate(host.size() * sizeof(float));
+  auto buf = rank.backend->Allocate(host.size() * sizeof(float));
   ASSERT_TRUE(buf.ok());
   ASSERT_TRUE(
-      (*backend)->CopyToDevice((*buf)->data(), host.data(), host.size() * sizeof(float)).ok());
-  ASSERT_TRUE((*comm)->AllReduceSum(static_cast<float*>((*buf)->data()), host.size()).ok());
+      rank.backend->CopyToDevice((*buf)->data(), host.data(), host.size() * sizeof(float)).ok());
+  ASSERT_TRUE(rank.comm->AllReduceSum(static_cast<float*>((*buf)->data()), host.size()).ok());
   std::vector<float> out(host.size());
-  ASSERT_TRUE((*backend)->CopyToHost(out.data(), (*buf)->data(), out.size() * sizeof(float)).ok());
+  ASSERT_TRUE(
+      rank.backend->CopyToHost(out.data(), (*buf)->data(), out.size() * sizeof(float)).ok());
   EXPECT_EQ(out, host);
-  EXPECT_EQ((*comm)->Send(static_cast<float*>((*buf)->data()), 1, 0).code(),
+  EXPECT_EQ(rank.comm->Send(static_cast<float*>((*buf)->data()), 1, 0).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -46,41 +60,37 @@ TEST(NcclCommunicatorTest, SingleRankAllReduceIsIdentity) {
 // the recording again, and AwaitEnqueued sees it through.
 TEST(NcclCommunicatorTest, SingleRankOperationsReplayFromAGraph) {
   ORCA_REQUIRE_GPU();
-  auto backend = CudaBackend::Create({});
-  ASSERT_TRUE(backend.ok()) << backend.status();
-  auto id = NewNcclUniqueId();
-  ASSERT_TRUE(id.ok()) << id.status();
-  auto comm = CreateNcclCommunicator(*id, 0, 1, (*backend)->device(), (*backend)->stream());
-  ASSERT_TRUE(comm.ok()) << comm.status();
-  ASSERT_TRUE((*comm)->SupportsCapture());
+  OneRank rank;
+  ASSERT_NO_FATAL_FAILURE(MakeOneRank(rank));
+  ASSERT_TRUE(rank.comm->SupportsCapture());
   std::vector<float> host(1024);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
-  auto buf = (*backend)->Allocate(host.size() * sizeof(float));
+  auto buf = rank.backend->Allocate(host.size() * sizeof(float));
   ASSERT_TRUE(buf.ok());
   ASSERT_TRUE(
-      (*backend)->CopyToDevice((*buf)->data(), host.data(), host.size() * sizeof(float)).ok());
+      rank.backend->CopyToDevice((*buf)->data(), host.data(), host.size() * sizeof(float)).ok());
   Tensor t;
   t.data = (*buf)->data();
   t.rows = 1;
   t.cols = static_cast<int64_t>(host.size());
-  ASSERT_TRUE((*backend)->BeginCapture().ok());
-  (*backend)->Add(t, t);  // doubles
-  absl::Status recorded = (*comm)->AllReduceSum(t.f32(), host.size());
-  auto graph = (*backend)->EndCapture();
+  ASSERT_TRUE(rank.backend->BeginCapture().ok());
+  rank.backend->Add(t, t);  // doubles
+  absl::Status recorded = rank.comm->AllReduceSum(t.f32(), host.size());
+  auto graph = rank.backend->EndCapture();
   ASSERT_TRUE(recorded.ok()) << recorded;
   ASSERT_TRUE(graph.ok()) << graph.status();
   std::vector<float> out(host.size());
-  ASSERT_TRUE((*backend)->CopyToHost(out.data(), t.data, out.size() * sizeof(float)).ok());
+  ASSERT_TRUE(rank.backend->CopyToHost(out.data(), t.data, out.size() * sizeof(float)).ok());
   EXPECT_EQ(out, host) << "recording ran the operations";
   for (float factor : {2.0f, 4.0f}) {
-    ASSERT_TRUE((*backend)->Replay(**graph).ok());
-    absl::Status awaited = (*comm)->AwaitEnqueued();
+    ASSERT_TRUE(rank.backend->Replay(**graph).ok());
+    absl::Status awaited = rank.comm->AwaitEnqueued();
     ASSERT_TRUE(awaited.ok()) << awaited;
-    ASSERT_TRUE((*backend)->CopyToHost(out.data(), t.data, out.size() * sizeof(float)).ok());
+    ASSERT_TRUE(rank.backend->CopyToHost(out.data(), t.data, out.size() * sizeof(float)).ok());
     for (size_t i = 0; i < host.size(); ++i) ASSERT_EQ(out[i], host[i] * factor) << i;
   }
   // The communicator is intact: an ordinary call still completes.
-  EXPECT_TRUE((*comm)->AllReduceSum(t.f32(), host.size()).ok());
+  EXPECT_TRUE(rank.comm->AllReduceSum(t.f32(), host.size()).ok());
 }
 
 TEST(NcclCommunicatorTest, TwoRanksAllReduceAndSendRecv) {

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -603,6 +604,25 @@ void MakeTwoRanks(absl::Duration timeout, const std::atomic<bool>* cancel, TwoRa
   out.buf1 = std::move(*buf1);
 }
 
+// `first` waits out rank 0's 1 s timeout and fails UNAVAILABLE naming `what`; the
+// communicator is then aborted, so `later` fails at once.
+void ExpectTimesOutThenFailsFast(const std::function<absl::Status()>& first,
+                                 const std::string& what,
+                                 const std::function<absl::Status()>& later) {
+  absl::Time t0 = absl::Now();
+  absl::Status s = first();
+  const absl::Duration waited = absl::Now() - t0;
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr(what));
+  EXPECT_GE(waited, absl::Milliseconds(900));
+  EXPECT_LT(waited, absl::Seconds(15)) << "the wait outlived its timeout";
+  t0 = absl::Now();
+  s = later();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("aborted after an earlier failure"));
+  EXPECT_LT(absl::Now() - t0, absl::Milliseconds(500));
+}
+
 // Records rank r's all-reduce of its 64 floats into a CUDA graph of its backend.
 std::unique_ptr<BackendGraph> RecordAllReduce(TwoRanks& ranks, int r) {
   float* data = static_cast<float*>((r == 0 ? ranks.buf : ranks.buf1)->data());
@@ -662,18 +682,8 @@ TEST(NcclCommunicatorFailureTest, AReplayThePeerNeverJoinsTimesOutAndAborts) {
   std::unique_ptr<BackendGraph> graph = RecordAllReduce(ranks, 0);
   ASSERT_TRUE(graph != nullptr);
   ASSERT_TRUE(ranks.backend[0]->Replay(*graph).ok());
-  absl::Time t0 = absl::Now();
-  absl::Status s = ranks.comm[0]->AwaitEnqueued();
-  const absl::Duration waited = absl::Now() - t0;
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
-  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("replayed CUDA graph"));
-  EXPECT_GE(waited, absl::Milliseconds(900));
-  EXPECT_LT(waited, absl::Seconds(15)) << "the wait outlived its timeout";
-  t0 = absl::Now();
-  s = ranks.comm[0]->AwaitEnqueued();
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
-  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("aborted after an earlier failure"));
-  EXPECT_LT(absl::Now() - t0, absl::Milliseconds(500));
+  auto await = [&] { return ranks.comm[0]->AwaitEnqueued(); };
+  ExpectTimesOutThenFailsFast(await, "replayed CUDA graph", await);
   graph.reset();
   EXPECT_TRUE(ranks.backend[0]->Synchronize().ok());
 }
@@ -683,20 +693,10 @@ TEST(NcclCommunicatorFailureTest, StalledPeerTimesOutAbortsAndLaterCallsFailFast
   TwoRanks ranks;
   ASSERT_NO_FATAL_FAILURE(MakeTwoRanks(absl::Seconds(1), nullptr, ranks));
   float* data = static_cast<float*>(ranks.buf->data());
-  // Rank 1 never joins the all-reduce.
-  absl::Time t0 = absl::Now();
-  absl::Status s = ranks.comm[0]->AllReduceSum(data, 64);
-  const absl::Duration waited = absl::Now() - t0;
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
-  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("all-reduce of 64 floats"));
-  EXPECT_GE(waited, absl::Milliseconds(900));
-  EXPECT_LT(waited, absl::Seconds(15)) << "the wait outlived its timeout";
-  // Broken: every later call fails at once.
-  t0 = absl::Now();
-  s = ranks.comm[0]->Send(data, 64, 1);
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
-  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("aborted after an earlier failure"));
-  EXPECT_LT(absl::Now() - t0, absl::Milliseconds(500));
+  // Rank 1 never joins the all-reduce; broken, every later call fails at once.
+  ExpectTimesOutThenFailsFast([&] { return ranks.comm[0]->AllReduceSum(data, 64); },
+                              "all-reduce of 64 floats",
+                              [&] { return ranks.comm[0]->Send(data, 64, 1); });
   // The backend's stream is clean and usable (the next generation reuses it).
   std::vector<float> host(64, 2.5f), back(64);
   EXPECT_TRUE(ranks.backend[0]->Synchronize().ok());
