@@ -6,18 +6,29 @@
 // time and the decode iteration time, next to this machine's roofline:
 //
 //   sgemm_gflops   OpenBLAS sgemm rate (1024^3 and 2048^3, the better);
+//   bf16_gemm_gflops  for bfloat16 weights: oneDNN's bfloat16 GEMM rate (bfloat16
+//                  operands, float32 sums; 1024^3 and 2048^3, the better), where the
+//                  build has oneDNN and the CPU multiplies bfloat16 pairs; the GEMMs'
+//                  FLOPs count at the faster of it and sgemm (Roofline::GemmGflops);
 //   read_gbs       streaming read bandwidth over max(256 MiB, 4 x the last-level
 //                  cache) on every core, with the widest loads the CPU runs, the
 //                  fastest pass (read_probe.h);
 //   floors         a decode iteration must at least stream the GEMM weights once and
 //                  read the batch's KV history in the cache's dtype (bytes / read_gbs),
 //                  and do
-//                  2 * GEMM params * B + attention FLOPs (flops / sgemm_gflops);
-//                  roof_fraction = max(floors) / measured.
+//                  2 * GEMM params * B FLOPs at the GEMMs' rate and attention's at
+//                  sgemm's; roof_fraction = max(floors) / measured (the roof:
+//                  reads and arithmetic overlapping perfectly);
+//   sequential     the GEMMs at max(their weights' bytes, their FLOPs) plus attention
+//                  at max(its KV bytes, its FLOPs): each kernel at its own roof, one
+//                  after the other as a layer's dependencies run them (what a machine
+//                  that cannot overlap them, as two cores without SMT, can reach);
+//                  sequential_roof_fraction = sequential / measured.
 //
 // Each point also splits the decode iteration by backend operation (`decode_op_ms`:
 // linear, attention, norm, ... per iteration, and the unattributed rest), timed around
-// the CPU backend's calls (op_timing_backend.h).
+// the CPU backend's calls (op_timing_backend.h), and the prefill the same way
+// (`prefill_op_ms`).
 //
 // The result is one JSON document (schema orca.bench.engine/v1) with the model, the
 // options, the machine's roofline and one point per batch size. Not thread-safe; it
@@ -57,11 +68,19 @@ struct Roofline {
   double read_gbs = 0;
   size_t llc_bytes = 0;         // the last-level cache; 0 = unknown
   size_t read_probe_bytes = 0;  // the read probe's buffer
+  double bf16_gemm_gflops = 0;  // 0 = not measured (see above)
+
+  // The rate the GEMMs of a model can reach: sgemm's, and for bfloat16 weights the
+  // faster of it and the bfloat16 products'.
+  double GemmGflops(bool bf16_weights) const {
+    return bf16_weights && bf16_gemm_gflops > sgemm_gflops ? bf16_gemm_gflops : sgemm_gflops;
+  }
 };
 
-// Measures this machine's sgemm rate and read bandwidth, spending about `seconds` on
-// each.
-Roofline MeasureRoofline(double seconds);
+// Measures this machine's sgemm rate and read bandwidth (and, with `bf16`, its bfloat16
+// GEMM rate), spending about `seconds` on each, with `threads` threads for the GEMMs (0:
+// every core).
+Roofline MeasureRoofline(double seconds, bool bf16 = false, int threads = 0);
 
 // Per-token work of a decode step of `config`-shaped model (see the floors above).
 struct DecodeWork {
@@ -69,12 +88,15 @@ struct DecodeWork {
   double head_params = 0;         // of which the LM head's (hidden x vocab)
   double kv_bytes_per_token = 0;  // K and V bytes of one cached token, all layers
   double attn_flops_per_ctx = 0;  // attention FLOPs per (query token x cached token)
+  bool bf16_weights = false;      // the GEMMs' weights are bfloat16 (Roofline::GemmGflops)
 };
 
 // The floors of one decode iteration, in ms.
 struct DecodeFloors {
   double bandwidth_ms = 0;
   double flops_ms = 0;
+  double sequential_ms = 0;  // max(GEMMs' floors) + max(attention's floors)
+  double roof_ms() const { return bandwidth_ms > flops_ms ? bandwidth_ms : flops_ms; }
 };
 // Returns the floors of a decode iteration of `batch` sequences with `context` cached
 // tokens each, for weights of `bytes_per_param`.

@@ -79,6 +79,10 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(
   return r;
 }
 
+DType ModelRunner::linear_weight_dtype() const {
+  return weights_->layers.empty() ? DType::kF32 : weights_->layers.front().qkv.dtype;
+}
+
 absl::Status ModelRunner::ResizeKvCache(int32_t num_blocks) {
   if (num_blocks <= 0 || num_blocks > INT32_MAX / kv_shape_.block_size) {
     return absl::InvalidArgumentError(absl::StrCat("KV block count ", num_blocks, " out of range"));

@@ -126,6 +126,9 @@ class ModelRunner {
   DType kv_cache_dtype() const { return kv_shape_.dtype; }
   // The type of the activations inside a layer (ModelRunnerOptions::sixteen_bit_activations).
   DType activation_dtype() const { return act_dtype_; }
+  // The element type of the layers' linear weights (the first layer's QKV; F32 for a
+  // shard without layers).
+  DType linear_weight_dtype() const;
   size_t weight_bytes() const { return weights_->bytes; }
   size_t kv_cache_bytes() const;
 

@@ -170,6 +170,10 @@ TEST(EngineSweepTest, FloorsByHand) {
   DecodeFloors f = DecodeFloorsMs(w, 4.0, 2, 50, roof);
   EXPECT_NEAR(f.bandwidth_ms, 40.01, 1e-9);
   EXPECT_NEAR(f.flops_ms, (4e8 + 1e4) / 1e11 * 1e3, 1e-9);
+  // Sequential: the GEMMs at max(400 MB -> 40 ms, 4e8 FLOPs -> 4 ms), then attention at
+  // max(100 kB -> 0.01 ms, 1e4 FLOPs -> 1e-4 ms).
+  EXPECT_NEAR(f.sequential_ms, 40.0 + 0.01, 1e-9);
+  EXPECT_NEAR(f.roof_ms(), 40.01, 1e-9);
 
   // Prefill of 2 x 10 tokens: the LM head (3e7 of the 1e8 parameters) only for the 2 rows
   // that sample; attention over 5 cached tokens on average; weights read once, 20
@@ -178,6 +182,33 @@ TEST(EngineSweepTest, FloorsByHand) {
   DecodeFloors p = PrefillFloorsMs(w, 4.0, 2, 10, roof);
   EXPECT_NEAR(p.flops_ms, (2 * 7e7 * 20 + 2 * 3e7 * 2 + 20 * 5 * 100) / 1e11 * 1e3, 1e-9);
   EXPECT_NEAR(p.bandwidth_ms, (4e8 + 20 * 1000) / 1e10 * 1e3, 1e-9);
+  // Sequential: the GEMMs at max(400 MB -> 40 ms, 2.92e9 FLOPs -> 29.2 ms), attention at
+  // max(20 kB written -> 0.002 ms, 1e4 FLOPs -> 1e-4 ms).
+  EXPECT_NEAR(p.sequential_ms, 40.0 + 0.002, 1e-9);
+}
+
+TEST(EngineSweepTest, BfloatSixteenGemmsCountAtTheirOwnRate) {
+  DecodeWork w;
+  w.gemm_params = 1e8;
+  w.kv_bytes_per_token = 1000;
+  w.attn_flops_per_ctx = 1000;
+  Roofline roof{100.0, 100.0};  // sgemm 100 GFLOP/s, 100 GB/s
+  roof.bf16_gemm_gflops = 250;
+  // 16 sequences of 500 cached tokens: GEMMs 3.2e9 FLOPs, attention 8e6 FLOPs and 8 MB.
+  const double gemm_flops = 2 * 1e8 * 16, attn_flops = 16 * 500 * 1000.0;
+  DecodeFloors f32 = DecodeFloorsMs(w, 4.0, 16, 500, roof);  // float32 weights: sgemm's rate
+  EXPECT_NEAR(f32.flops_ms, (gemm_flops + attn_flops) / 1e11 * 1e3, 1e-9);
+  w.bf16_weights = true;  // bfloat16: the GEMMs at 250, attention still at sgemm's 100
+  DecodeFloors bf16 = DecodeFloorsMs(w, 2.0, 16, 500, roof);
+  EXPECT_NEAR(bf16.flops_ms, gemm_flops / 2.5e11 * 1e3 + attn_flops / 1e11 * 1e3, 1e-9);
+  EXPECT_NEAR(bf16.bandwidth_ms, (2e8 + 8e6) / 1e11 * 1e3, 1e-9);
+  // GEMMs: max(2 ms of weights, 12.8 ms of FLOPs); attention: max(0.08, 0.08) ms.
+  EXPECT_NEAR(bf16.sequential_ms, 12.8 + 0.08, 1e-9);
+  // Where the products are slower than sgemm (or were not measured), sgemm's rate.
+  roof.bf16_gemm_gflops = 60;
+  EXPECT_NEAR(DecodeFloorsMs(w, 2.0, 16, 500, roof).flops_ms, f32.flops_ms, 1e-9);
+  roof.bf16_gemm_gflops = 0;
+  EXPECT_DOUBLE_EQ(roof.GemmGflops(true), 100.0);
 }
 
 TEST(EngineSweepTest, TinyModelSweepIsCompleteAndPlots) {
@@ -204,7 +235,8 @@ TEST(EngineSweepTest, TinyModelSweepIsCompleteAndPlots) {
     for (const char* k :
          {"batch", "total_s", "prefill_s", "decode_iterations", "decode_iter_ms",
           "floor_decode_bandwidth_ms", "floor_decode_flops_ms", "decode_roof_fraction",
-          "floor_prefill_s", "prefill_roof_fraction", "floor_total_s", "output_tokens_per_s"}) {
+          "floor_decode_sequential_ms", "decode_sequential_roof_fraction", "floor_prefill_s",
+          "prefill_roof_fraction", "floor_total_s", "output_tokens_per_s"}) {
       EXPECT_TRUE(p.contains(k)) << k;
     }
     EXPECT_EQ(p["decode_iterations"], 3);
@@ -216,6 +248,13 @@ TEST(EngineSweepTest, TinyModelSweepIsCompleteAndPlots) {
     EXPECT_GT(ops.value("attention", 0.0), 0);
     ASSERT_TRUE(ops.contains("unattributed"));
     EXPECT_GE(ops["unattributed"].get<double>(), -1e-9);  // (sums of the same intervals)
+    // The prefill's alone: its operations fit inside its one iteration (the warm-up's
+    // and the decodes' are not counted).
+    const auto& prefill = p["prefill_op_ms"];
+    EXPECT_GT(prefill.value("linear", 0.0), 0);
+    EXPECT_GT(prefill.value("attention", 0.0), 0);
+    EXPECT_GE(prefill.value("unattributed", -1.0), -1e-9);
+    EXPECT_LE(prefill.value("linear", 0.0), p["prefill_s"].get<double>() * 1e3);
   }
   EXPECT_EQ(lines, 4);  // the roofline, the warm-up and one line per batch size
 

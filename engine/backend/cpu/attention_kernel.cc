@@ -591,8 +591,8 @@ ORCA_AVX512 void PackValuesAvx512(int d, int kv_len, const T* const* vrow, float
 // each row's causal softmax, then O = P V. Every key and value row is widened once for
 // all the query rows, where the row-at-a-time kernel widens and reads each once per row
 // and reduces every dot product horizontally. S runs in blocks of 64 query rows over the
-// keys the block's last row sees, so the causal upper triangle costs little there; P V
-// multiplies the triangle's zeros (at most half its products).
+// keys the block's last row sees, and so does P V (over the packed values' first keys),
+// so the causal upper triangle costs little: a 64-row block's own diagonal block.
 template <typename T>
 void AttendByGemm(int d, int q_len, int kv_len, const float* q, int64_t ldq, const T* const* krow,
                   const T* const* vrow, float scale, float* out, int64_t ldo) {
@@ -600,7 +600,7 @@ void AttendByGemm(int d, int q_len, int kv_len, const float* q, int64_t ldq, con
   thread_local std::vector<float> kp, vp, s;
   kp.resize(static_cast<size_t>(PackedWeightFloats(kv_len, d)));
   vp.resize(static_cast<size_t>(PackedWeightFloats(d, kv_len)));
-  s.resize(static_cast<size_t>(q_len) * kv_len);
+  s.resize(static_cast<size_t>(std::min(q_len, kRowBlock)) * kv_len);  // one block's scores
   PackKeysAvx512(d, kv_len, krow, kp.data());
   PackValuesAvx512(d, kv_len, vrow, vp.data());
   const ParallelForFn serial = [](int64_t count, const std::function<void(int64_t)>& fn) {
@@ -609,15 +609,15 @@ void AttendByGemm(int d, int q_len, int kv_len, const float* q, int64_t ldq, con
   for (int r0 = 0; r0 < q_len; r0 += kRowBlock) {
     const int rows = std::min(kRowBlock, q_len - r0);
     const int seen = kv_len - q_len + r0 + rows;  // keys the block's last row attends to
-    float* sb = s.data() + int64_t{r0} * kv_len;
+    float* sb = s.data();
     PackedGemm(rows, seen, d, q + r0 * ldq, ldq, kp.data(), nullptr, sb, kv_len, serial,
                SimdLevel::kAvx512);
     for (int i = 0; i < rows; ++i) {
-      SoftmaxRowAvx512(sb + int64_t{i} * kv_len, seen - rows + i + 1, kv_len, scale);
+      SoftmaxRowAvx512(sb + int64_t{i} * kv_len, seen - rows + i + 1, seen, scale);
     }
+    PackedGemmPrefix(rows, d, seen, kv_len, sb, kv_len, vp.data(), out + int64_t{r0} * ldo, ldo,
+                     serial, SimdLevel::kAvx512);
   }
-  PackedGemm(q_len, d, kv_len, s.data(), kv_len, vp.data(), nullptr, out, ldo, serial,
-             SimdLevel::kAvx512);
 }
 
 }  // namespace

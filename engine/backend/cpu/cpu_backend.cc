@@ -56,6 +56,19 @@ class HostBuffer : public DeviceBuffer {
   size_t bytes_;
 };
 
+// The sum of term(x[j], arg) over j in [0, n), in double, over eight interleaved partial
+// sums (independent adds the CPU overlaps), added pairwise at the end.
+template <typename Term>
+double SumOf(const float* x, int64_t n, Term term, double arg = 0) {
+  double part[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) part[l] += term(x[j + l], arg);
+  }
+  for (; j < n; ++j) part[j % 8] += term(x[j], arg);
+  return ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+}
+
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(int num_threads) : pool_(num_threads) {
@@ -243,48 +256,37 @@ class CpuBackend : public Backend {
     for (int64_t i = 0; i < n; ++i) a[i] += b[i];
   }
 
+  // Rows in parallel; each row's sums in double over eight interleaved partial sums (a
+  // single running sum waits on each add: about 1 us a 768-wide row). The fused forms
+  // add a row's delta and normalize it while it is in L1.
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) override {
-    const int64_t h = x.cols;
-    for (int64_t r = 0; r < x.rows; ++r) {
-      const float* in = x.f32() + r * h;
-      float* o = out.f32() + r * h;
-      double ss = 0;
-      for (int64_t j = 0; j < h; ++j) ss += static_cast<double>(in[j]) * in[j];
-      float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(h) + eps));
-      for (int64_t j = 0; j < h; ++j) o[j] = in[j] * inv * weight.f32()[j];
-    }
+    NormRows(x, nullptr, weight, nullptr, eps, out);
   }
-
   void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                  Tensor out) override {
-    const int64_t h = x.cols;
-    for (int64_t r = 0; r < x.rows; ++r) {
-      const float* in = x.f32() + r * h;
-      float* o = out.f32() + r * h;
-      double mean = 0;
-      for (int64_t j = 0; j < h; ++j) mean += in[j];
-      mean /= static_cast<double>(h);
-      double var = 0;
-      for (int64_t j = 0; j < h; ++j) var += (in[j] - mean) * (in[j] - mean);
-      var /= static_cast<double>(h);
-      float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
-      float m = static_cast<float>(mean);
-      for (int64_t j = 0; j < h; ++j) o[j] = (in[j] - m) * inv * weight.f32()[j] + bias.f32()[j];
-    }
+    NormRows(x, nullptr, weight, &bias, eps, out);
+  }
+  void AddRmsNorm(Tensor residual, const Tensor& delta, const Tensor& weight, float eps,
+                  Tensor out) override {
+    NormRows(residual, &delta, weight, nullptr, eps, out);
+  }
+  void AddLayerNorm(Tensor residual, const Tensor& delta, const Tensor& weight, const Tensor& bias,
+                    float eps, Tensor out) override {
+    NormRows(residual, &delta, weight, &bias, eps, out);
   }
 
+  // The angles' cosines and sines come from a table of every position seen so far
+  // (RopeTableFor), computed once as they were per token: in double (positions reach 1e5
+  // and float angles lose ~1e-3 there), rounded to float.
   void Rope(Tensor x, const int32_t* positions, int32_t num_heads, int32_t head_dim,
             double theta) override {
     const int32_t half = head_dim / 2;
-    std::vector<float> cos_v(half), sin_v(half);
-    for (int64_t t = 0; t < x.rows; ++t) {
-      for (int32_t i = 0; i < half; ++i) {
-        // Angles in double: positions reach 1e5 and float angles lose ~1e-3 there.
-        double inv_freq = std::pow(theta, -2.0 * i / head_dim);
-        double angle = positions[t] * inv_freq;
-        cos_v[i] = static_cast<float>(std::cos(angle));
-        sin_v[i] = static_cast<float>(std::sin(angle));
-      }
+    int32_t max_pos = 0;
+    for (int64_t t = 0; t < x.rows; ++t) max_pos = std::max(max_pos, positions[t]);
+    const float* table = RopeTableFor(theta, head_dim, max_pos);
+    ParallelFor(x.rows, x.rows * num_heads * head_dim * 4, [&](int64_t t) {
+      const float* cos_v = table + int64_t{std::max(positions[t], 0)} * 2 * half;
+      const float* sin_v = cos_v + half;
       float* row = x.f32() + t * x.ld();
       for (int32_t h = 0; h < num_heads; ++h) {
         float* v = row + int64_t{h} * head_dim;
@@ -294,7 +296,7 @@ class CpuBackend : public Backend {
           v[i + half] = b * cos_v[i] + a * sin_v[i];
         }
       }
-    }
+    });
   }
 
   void GatedActivation(const Tensor& gate_up, Activation act, Tensor out) override {
@@ -524,7 +526,73 @@ class CpuBackend : public Backend {
     }
   }
 
+  // out = norm(x (+= delta, where given)) * weight: LayerNorm (+ bias) where bias is given,
+  // RMSNorm otherwise.
+  void NormRows(const Tensor& x, const Tensor* delta, const Tensor& weight, const Tensor* bias,
+                float eps, Tensor out) {
+    const int64_t h = x.cols;
+    ParallelFor(x.rows, x.rows * h * 8, [&](int64_t r) {
+      float* in = x.f32() + r * h;
+      float* o = out.f32() + r * h;
+      if (delta != nullptr) {
+        const float* d = delta->f32() + r * h;
+        for (int64_t j = 0; j < h; ++j) in[j] += d[j];
+      }
+      const float* w = weight.f32();
+      if (bias == nullptr) {
+        const double ss = SumOf(in, h, [](float v, double) { return double(v) * v; });
+        const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(h) + eps));
+        for (int64_t j = 0; j < h; ++j) o[j] = in[j] * inv * w[j];
+        return;
+      }
+      const double mean = SumOf(in, h, [](float v, double) { return double(v); }) / double(h);
+      const auto squared_deviation = [](float v, double m) { return (v - m) * (v - m); };
+      const double var = SumOf(in, h, squared_deviation, mean) / double(h);
+      const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+      const float m = static_cast<float>(mean);
+      const float* b = bias->f32();
+      for (int64_t j = 0; j < h; ++j) o[j] = (in[j] - m) * inv * w[j] + b[j];
+    });
+  }
+
+  // Rope's table for positions [0, max_pos]: per position, cos(pos * f_i) then
+  // sin(pos * f_i) for i in [0, head_dim / 2), f_i = theta^(-2i / head_dim), in double
+  // and rounded to float. Grown (at least doubling) when a later position needs it;
+  // rebuilt when theta or head_dim change.
+  const float* RopeTableFor(double theta, int32_t head_dim, int32_t max_pos) {
+    const int32_t half = head_dim / 2;
+    if (theta != rope_theta_ || head_dim != rope_head_dim_) {
+      rope_theta_ = theta;
+      rope_head_dim_ = head_dim;
+      rope_positions_ = 0;
+      rope_table_.clear();
+    }
+    if (max_pos >= rope_positions_) {
+      const int32_t from = rope_positions_;
+      const int64_t want = std::max<int64_t>({int64_t{max_pos} + 1, 2 * int64_t{from}, 256});
+      rope_positions_ = static_cast<int32_t>(std::min<int64_t>(want, INT32_MAX));
+      rope_table_.resize(static_cast<size_t>(rope_positions_) * 2 * half);
+      std::vector<double> inv_freq(half);
+      for (int32_t i = 0; i < half; ++i) inv_freq[i] = std::pow(theta, -2.0 * i / head_dim);
+      ParallelFor(rope_positions_ - from, int64_t{rope_positions_ - from} * half * 64,
+                  [&](int64_t p) {
+                    const int64_t pos = from + p;
+                    float* cos_v = rope_table_.data() + pos * 2 * half;
+                    for (int32_t i = 0; i < half; ++i) {
+                      const double angle = static_cast<double>(pos) * inv_freq[i];
+                      cos_v[i] = static_cast<float>(std::cos(angle));
+                      cos_v[half + i] = static_cast<float>(std::sin(angle));
+                    }
+                  });
+    }
+    return rope_table_.data();
+  }
+
   ThreadPool pool_;
+  double rope_theta_ = 0;
+  int32_t rope_head_dim_ = 0;
+  int32_t rope_positions_ = 0;              // positions rope_table_ holds
+  std::vector<float> rope_table_;           // RopeTableFor's
   std::vector<float> panel_;                // WidenedGemm's widened weight rows
   std::unique_ptr<OneDnnBf16Gemm> onednn_;  // where OneDnnBf16Gemm::Available()
 };

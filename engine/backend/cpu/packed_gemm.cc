@@ -167,11 +167,12 @@ void TilesOverBlock(SimdLevel level, int m, int kc, const float* xs, int64_t ldx
 // [c0, c0 + kc) (panel: the pair's first panel at column 0). For kF16WidenMinRows rows
 // or more, float16 panels are widened block by block into float32 first (once, instead
 // of once per tile; the same products in the same order either way).
+// packed_k: the input columns the weight was packed with (its panels' stride), k or more.
 template <typename W>
-void PanelPairBlock(SimdLevel level, int m, int k, int c0, int kc, const float* x, int64_t ldx,
-                    const W* panel, int64_t j0, int cols, const float* bias, float* out,
-                    int64_t ldo) {
-  const int64_t pstride = int64_t{k} * kPanelRows;
+void PanelPairBlock(SimdLevel level, int m, int k, int64_t packed_k, int c0, int kc, const float* x,
+                    int64_t ldx, const W* panel, int64_t j0, int cols, const float* bias,
+                    float* out, int64_t ldo) {
+  const int64_t pstride = packed_k * kPanelRows;
   const bool accumulate = c0 > 0;
   const float* b = c0 + kc >= k && bias != nullptr ? bias + j0 : nullptr;
   const float* xs = x + c0;
@@ -238,7 +239,19 @@ void PackedGemm(int m, int n, int k, const float* x, int64_t ldx, const float* p
   level = std::min(level, CpuMaxSimdLevel());
   packed_internal::ForEachPanelPairBlock(
       n, k, parallel_for, [&](int64_t j0, int cols, int c0, int kc) {
-        PanelPairBlock(level, m, k, c0, kc, x, ldx, packed + j0 * k, j0, cols, bias, out, ldo);
+        PanelPairBlock(level, m, k, k, c0, kc, x, ldx, packed + j0 * k, j0, cols, bias, out, ldo);
+      });
+}
+
+void PackedGemmPrefix(int m, int n, int k, int64_t packed_k, const float* x, int64_t ldx,
+                      const float* packed, float* out, int64_t ldo,
+                      const ParallelForFn& parallel_for, SimdLevel level) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  level = std::min(level, CpuMaxSimdLevel());
+  packed_internal::ForEachPanelPairBlock(
+      n, k, parallel_for, [&](int64_t j0, int cols, int c0, int kc) {
+        PanelPairBlock(level, m, k, packed_k, c0, kc, x, ldx, packed + j0 * packed_k, j0, cols,
+                       nullptr, out, ldo);
       });
 }
 
@@ -250,7 +263,7 @@ void PackedGemmF16(int m, int n, int k, const float* x, int64_t ldx, const uint1
   const Fp16* panels = reinterpret_cast<const Fp16*>(packed);
   packed_internal::ForEachPanelPairBlock(
       n, k, parallel_for, [&](int64_t j0, int cols, int c0, int kc) {
-        PanelPairBlock(level, m, k, c0, kc, x, ldx, panels + j0 * k, j0, cols, bias, out, ldo);
+        PanelPairBlock(level, m, k, k, c0, kc, x, ldx, panels + j0 * k, j0, cols, bias, out, ldo);
       });
 }
 

@@ -62,6 +62,14 @@ void PackedGemm(int m, int n, int k, const float* x, int64_t ldx, const float* p
                 const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
                 SimdLevel level = CpuSimdLevel());
 
+// As PackedGemm (no bias) over input columns [0, k) of a weight packed with packed_k >= k
+// columns (PackWeights(w, n, packed_k, packed)): the same sums as PackedGemm over the
+// whole weight with x zero in columns [k, packed_k), bit for bit. For causal attention,
+// whose block of query rows sees only the first k keys.
+void PackedGemmPrefix(int m, int n, int k, int64_t packed_k, const float* x, int64_t ldx,
+                      const float* packed, float* out, int64_t ldo,
+                      const ParallelForFn& parallel_for, SimdLevel level = CpuSimdLevel());
+
 // As PackedGemm, for a float16 weight packed by PackWeightsF16 (see above).
 void PackedGemmF16(int m, int n, int k, const float* x, int64_t ldx, const uint16_t* packed,
                    const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,

@@ -185,6 +185,45 @@ TEST(PackedGemmTest, RowSumsDoNotDependOnTheRowsBesideThem) {
   }
 }
 
+// A prefix of the input columns (causal attention's P V over the keys a block sees): the
+// sums of PackedGemm over the whole packed weight with x zero past the prefix, bit for
+// bit, and within the float64 product of the prefix; columns past n untouched.
+TEST(PackedGemmTest, PrefixOfTheInputColumnsEqualsZerosPastIt) {
+  std::mt19937 rng(16);
+  std::normal_distribution<float> nd(0, 1);
+  for (SimdLevel level : LevelsHere()) {
+    for (const auto& [n, packed_k] : {std::pair{64, 512}, std::pair{33, 2 * kPackedKBlock + 5}}) {
+      std::vector<float> w(static_cast<size_t>(n) * packed_k);
+      for (float& v : w) v = nd(rng);
+      std::vector<float> packed(PackedWeightFloats(n, packed_k));
+      PackWeights(w.data(), n, packed_k, packed.data());
+      for (int k : {1, 17, 64, packed_k / 2 + 3, packed_k}) {
+        const std::string what =
+            absl::StrCat(SimdLevelName(level), " n=", n, " k=", k, " of ", packed_k);
+        const int m = 37;
+        const int64_t ldx = packed_k, ldo = n + 4;
+        std::vector<float> x(static_cast<size_t>(m) * ldx, 0.0f);
+        for (int r = 0; r < m; ++r) {
+          for (int c = 0; c < k; ++c) x[r * ldx + c] = nd(rng);
+        }
+        std::vector<float> got(m * ldo, 777.0f), whole(m * ldo, 777.0f);
+        PackedGemmPrefix(m, n, k, packed_k, x.data(), ldx, packed.data(), got.data(), ldo, Reversed,
+                         level);
+        PackedGemm(m, n, packed_k, x.data(), ldx, packed.data(), nullptr, whole.data(), ldo, Serial,
+                   level);
+        ASSERT_EQ(got, whole) << what;
+        // The prefix's own product: the weight's first k columns, row-major.
+        std::vector<float> wk(static_cast<size_t>(n) * k);
+        for (int j = 0; j < n; ++j) {
+          std::copy_n(w.begin() + int64_t{j} * packed_k, k, wk.begin() + int64_t{j} * k);
+        }
+        ExpectMatchesDoubleProduct(m, n, k, x.data(), ldx, wk.data(), nullptr, got.data(), ldo,
+                                   777.0f, what);
+      }
+    }
+  }
+}
+
 TEST(PackedGemmTest, PrefillSizedBatches) {
   std::mt19937 rng(12);
   for (SimdLevel level : LevelsHere()) CheckShape(level, 203, 130, 300, true, rng);
