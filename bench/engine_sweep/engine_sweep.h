@@ -15,10 +15,9 @@
 //                  fastest pass (read_probe.h);
 //   floors         a decode iteration must at least stream the GEMM weights once and
 //                  read the batch's KV history in the cache's dtype (bytes / read_gbs),
-//                  and do
-//                  2 * GEMM params * B FLOPs at the GEMMs' rate and attention's at
-//                  sgemm's; roof_fraction = max(floors) / measured (the roof:
-//                  reads and arithmetic overlapping perfectly);
+//                  and do 2 * GEMM params * B FLOPs at the GEMMs' rate and attention's
+//                  at sgemm's; roof_fraction = max(floors) / measured (the classic
+//                  roofline: reads and arithmetic overlapping perfectly);
 //   sequential     the GEMMs at max(their weights' bytes, their FLOPs) plus attention
 //                  at max(its KV bytes, its FLOPs): each kernel at its own roof, one
 //                  after the other as a layer's dependencies run them (what a machine
