@@ -1,6 +1,5 @@
 #include "bench/engine_sweep/engine_sweep.h"
 
-#include <cblas.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -10,7 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
-#include "bench/engine_sweep/bf16_gemm_rate.h"
+#include "bench/engine_sweep/gemm_rate.h"
 #include "bench/engine_sweep/op_timing_backend.h"
 #include "bench/engine_sweep/read_probe.h"
 #include "engine/backend/backend.h"
@@ -30,22 +29,6 @@ using nlohmann::json;
 
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double SgemmGflops(int n, double seconds) {
-  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
-  auto run = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
-                0.0f, c.data(), n);
-  };
-  run();  // warm-up: thread start, page faults
-  int64_t iters = 0;
-  const auto t0 = Clock::now();
-  do {
-    run();
-    ++iters;
-  } while (Since(t0) < seconds);
-  return 2.0 * n * n * n * static_cast<double>(iters) / Since(t0) / 1e9;
 }
 
 DecodeWork WorkOf(const ModelConfig& c, DType kv_dtype, DType weight_dtype) {
@@ -178,7 +161,8 @@ Roofline MeasureRoofline(double seconds, bool bf16, int threads) {
   }
   r.llc_bytes = LastLevelCacheBytes();
   r.read_probe_bytes = ReadProbeBytes(r.llc_bytes);
-  r.read_gbs = ReadBandwidthGbs(seconds, r.read_probe_bytes);
+  r.read_gbs = ReadBandwidthGbs(seconds, r.read_probe_bytes, threads);
+  r.read_gbs_one_core = ReadBandwidthGbs(seconds / 2, r.read_probe_bytes, 1);
   return r;
 }
 
@@ -228,6 +212,14 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
                                : "measuring the roofline (sgemm, read bandwidth)");
   }
   const Roofline roof = MeasureRoofline(o.roofline_s, work.bf16_weights, o.threads);
+  if (progress) {
+    progress(absl::StrFormat(
+        "roofline: sgemm %.0f GFLOP/s%s; reads %.1f GB/s (one core alone: %.1f GB/s)",
+        roof.sgemm_gflops,
+        work.bf16_weights ? absl::StrFormat(", bfloat16 GEMM %.0f GFLOP/s", roof.bf16_gemm_gflops)
+                          : std::string(),
+        roof.read_gbs, roof.read_gbs_one_core));
+  }
   // Warm-up at the largest batch: the first run of a size touches its workspace and KV
   // blocks for the first time, and the kernel's zeroing of those pages would count as
   // prefill (in a VM whose host backs the memory lazily, up to a few seconds a GiB on
@@ -319,6 +311,7 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
                 {"bf16_gemm_gflops", roof.bf16_gemm_gflops},
                 {"gemm_gflops", roof.GemmGflops(work.bf16_weights)},
                 {"read_gbs", roof.read_gbs},
+                {"read_gbs_one_core", roof.read_gbs_one_core},
                 {"openblas_core", OpenBlasCoreName()},
                 {"read_probe_simd", SimdLevelName(CpuSimdLevel())},
                 {"read_probe_mib", roof.read_probe_bytes >> 20},
@@ -326,8 +319,9 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
                 {"method",
                  "OpenBLAS sgemm 1024^3/2048^3 (best); for bfloat16 weights oneDNN's bfloat16 "
                  "matmul 1024^3/2048^3 (best; the GEMMs' FLOPs count at gemm_gflops, the faster "
-                 "of the two); a sum over max(256 MiB, 4 x LLC) on every core with the widest "
-                 "loads the CPU runs (read_probe_simd), the fastest pass"}}},
+                 "of the two); a sum over max(256 MiB, 4 x LLC) on the benchmark's threads (and on "
+                 "one: read_gbs_one_core) with the widest loads the CPU runs (read_probe_simd), "
+                 "the fastest pass"}}},
               {"points", points}};
 }
 

@@ -11,8 +11,12 @@
 //                  build has oneDNN and the CPU multiplies bfloat16 pairs; the GEMMs'
 //                  FLOPs count at the faster of it and sgemm (Roofline::GemmGflops);
 //   read_gbs       streaming read bandwidth over max(256 MiB, 4 x the last-level
-//                  cache) on every core, with the widest loads the CPU runs, the
-//                  fastest pass (read_probe.h);
+//                  cache) on the benchmark's threads (every core by default), with the
+//                  widest loads the CPU runs, the fastest pass (read_probe.h);
+//   read_gbs_one_core  the same on one thread: what one core's outstanding misses
+//                  fetch (a 2-vCPU Xeon: 10.5 GB/s of 21-29), so what a kernel running
+//                  on fewer cores than the machine has, or a core busy multiplying, can
+//                  read (docs/benchmarks.md section 21); not part of the floors;
 //   floors         a decode iteration must at least stream the GEMM weights once and
 //                  read the batch's KV history in the cache's dtype (bytes / read_gbs),
 //                  and do 2 * GEMM params * B FLOPs at the GEMMs' rate and attention's
@@ -65,6 +69,7 @@ struct EngineSweepOptions {
 struct Roofline {
   double sgemm_gflops = 0;
   double read_gbs = 0;
+  double read_gbs_one_core = 0;
   size_t llc_bytes = 0;         // the last-level cache; 0 = unknown
   size_t read_probe_bytes = 0;  // the read probe's buffer
   double bf16_gemm_gflops = 0;  // 0 = not measured (see above)
@@ -77,8 +82,9 @@ struct Roofline {
 };
 
 // Measures this machine's sgemm rate and read bandwidth (and, with `bf16`, its bfloat16
-// GEMM rate), spending about `seconds` on each, with `threads` threads for the GEMMs (0:
-// every core).
+// GEMM rate), spending about `seconds` on each, with `threads` threads for the bfloat16
+// GEMM and the reads (0: every core; sgemm runs on the threads OpenBLAS was given), and
+// the read bandwidth of one core.
 Roofline MeasureRoofline(double seconds, bool bf16 = false, int threads = 0);
 
 // Per-token work of a decode step of `config`-shaped model (see the floors above).

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "bench/engine_sweep/engine_sweep.h"
+#include "bench/engine_sweep/gemm_rate.h"
 #include "bench/loadgen/plot.h"
 #include "bench/loadgen/report.h"
 #include "engine/model/random_checkpoint.h"
@@ -211,6 +213,23 @@ TEST(EngineSweepTest, BfloatSixteenGemmsCountAtTheirOwnRate) {
   EXPECT_DOUBLE_EQ(roof.GemmGflops(true), 100.0);
 }
 
+// The GEMM rates' shared timer: one untimed warm-up call, then timed calls until the
+// time is up (one at least), each counted as 2 n^3 FLOPs.
+TEST(GemmRateTest, OneWarmUpCallThenTimedCallsAtTheirFlops) {
+  int calls = 0;
+  const auto count = [&] { ++calls; };
+  EXPECT_GE(GflopsOfRuns(10, 0.0, count), 0.0);
+  EXPECT_EQ(calls, 2);  // the warm-up and one timed call
+  calls = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const double gflops = GflopsOfRuns(100, 0.02, count);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_GE(calls, 2);
+  // (calls - 1) timed calls of 2e6 FLOPs within at most the whole call's wall time.
+  EXPECT_GE(gflops, 2e6 * (calls - 1) / wall / 1e9);
+  EXPECT_LE(gflops, 2e6 * (calls - 1) / 0.02 / 1e9);
+}
+
 TEST(EngineSweepTest, TinyModelSweepIsCompleteAndPlots) {
   const std::string dir = TempPath("tiny-model");
   auto cfg = PresetConfig("tiny");
@@ -230,6 +249,7 @@ TEST(EngineSweepTest, TinyModelSweepIsCompleteAndPlots) {
   EXPECT_EQ((*doc)["schema"], kEngineSchema);
   EXPECT_GT((*doc)["roofline"]["sgemm_gflops"].get<double>(), 0);
   EXPECT_GT((*doc)["roofline"]["read_gbs"].get<double>(), 0);
+  EXPECT_GT((*doc)["roofline"]["read_gbs_one_core"].get<double>(), 0);
   ASSERT_EQ((*doc)["points"].size(), 2u);
   for (const auto& p : (*doc)["points"]) {
     for (const char* k :
@@ -256,7 +276,7 @@ TEST(EngineSweepTest, TinyModelSweepIsCompleteAndPlots) {
     EXPECT_GE(prefill.value("unattributed", -1.0), -1e-9);
     EXPECT_LE(prefill.value("linear", 0.0), p["prefill_s"].get<double>() * 1e3);
   }
-  EXPECT_EQ(lines, 4);  // the roofline, the warm-up and one line per batch size
+  EXPECT_EQ(lines, 5);  // the roofline (measuring, measured), the warm-up, one per batch size
 
   REQUIRE_PLOTTING();
   auto spec = EngineSweepPlot({*doc}, {"tiny"}, "engine");

@@ -1,4 +1,6 @@
-#include "bench/engine_sweep/bf16_gemm_rate.h"
+#include "bench/engine_sweep/gemm_rate.h"
+
+#include <cblas.h>
 
 #include <chrono>
 #include <cstdint>
@@ -14,11 +16,32 @@
 
 namespace orca::bench {
 
+double GflopsOfRuns(int n, double seconds, const std::function<void()>& run) {
+  using Clock = std::chrono::steady_clock;
+  run();  // warm-up
+  int64_t calls = 0;
+  const auto t0 = Clock::now();
+  double elapsed = 0;
+  do {
+    run();
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  } while (elapsed < seconds);
+  return elapsed > 0 ? 2.0 * n * double(n) * n * static_cast<double>(calls) / elapsed / 1e9 : 0;
+}
+
+double SgemmGflops(int n, double seconds) {
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
+  return GflopsOfRuns(n, seconds, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
+  });
+}
+
 #ifdef ORCA_HAVE_ONEDNN
 
 double Bf16GemmGflops(int n, double seconds, int threads) {
   if (!CpuHasBf16Dots() || n < 1) return 0;
-  using Clock = std::chrono::steady_clock;
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   const dnnl::memory::dim d = n;
@@ -38,21 +61,11 @@ double Bf16GemmGflops(int n, double seconds, int threads) {
     dnnl::reorder(user_w, packed_w).execute(stream, user_w, packed_w);
     dnnl::memory src_m(src, engine, x.data()), dst_m(dst, engine, out.data());
     dnnl::matmul mm(pd);
-    auto run = [&] {
+    return GflopsOfRuns(n, seconds, [&] {
       mm.execute(stream,
                  {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, packed_w}, {DNNL_ARG_DST, dst_m}});
       stream.wait();
-    };
-    run();  // warm-up: the thread team, page faults, oneDNN's kernel generation
-    int64_t iters = 0;
-    const auto t0 = Clock::now();
-    double elapsed = 0;
-    do {
-      run();
-      ++iters;
-      elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    } while (elapsed < seconds);
-    return 2.0 * n * double(n) * n * static_cast<double>(iters) / elapsed / 1e9;
+    });
   } catch (const dnnl::error&) {
     return 0;
   }
