@@ -216,8 +216,9 @@ absl::StatusOr<json> RunEngineSweep(const EngineSweepOptions& o,
     progress(absl::StrFormat(
         "roofline: sgemm %.0f GFLOP/s%s; reads %.1f GB/s (one core alone: %.1f GB/s)",
         roof.sgemm_gflops,
-        work.bf16_weights ? absl::StrFormat(", bfloat16 GEMM %.0f GFLOP/s", roof.bf16_gemm_gflops)
-                          : std::string(),
+        roof.bf16_gemm_gflops > 0
+            ? absl::StrFormat(", bfloat16 GEMM %.0f GFLOP/s", roof.bf16_gemm_gflops)
+            : std::string(),
         roof.read_gbs, roof.read_gbs_one_core));
   }
   // Warm-up at the largest batch: the first run of a size touches its workspace and KV
