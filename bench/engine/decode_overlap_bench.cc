@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
@@ -34,6 +33,7 @@
 #include "engine/backend/cpu/half.h"
 #include "engine/backend/cpu/packed_gemm.h"
 #include "engine/backend/cpu/packed_gemm_bf16.h"
+#include "engine/common/dtype.h"
 #include "engine/common/thread_pool.h"
 
 namespace orca {
@@ -78,11 +78,7 @@ struct Model {
       l.k = k;
       if (bf16) {
         std::vector<uint16_t> raw(w.size());
-        for (size_t i = 0; i < w.size(); ++i) {
-          uint32_t bits;
-          std::memcpy(&bits, &w[i], 4);
-          raw[i] = static_cast<uint16_t>(bits >> 16);
-        }
+        for (size_t i = 0; i < w.size(); ++i) raw[i] = F32ToBf16(w[i]);
         l.bf16.resize(PackedWeightBf16Elements(n, k));
         PackWeightsBf16(raw.data(), n, k, l.bf16.data());
         weight_bytes += 2.0 * n * k;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numeric>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "bench/engine_sweep/gemm_rate.h"
@@ -161,8 +162,9 @@ Roofline MeasureRoofline(double seconds, bool bf16, int threads) {
   }
   r.llc_bytes = LastLevelCacheBytes();
   r.read_probe_bytes = ReadProbeBytes(r.llc_bytes);
-  r.read_gbs = ReadBandwidthGbs(seconds, r.read_probe_bytes, threads);
-  r.read_gbs_one_core = ReadBandwidthGbs(seconds / 2, r.read_probe_bytes, 1);
+  const std::vector<uint64_t> probe(r.read_probe_bytes / sizeof(uint64_t), 1);
+  r.read_gbs = ReadBandwidthGbs(seconds, probe, threads);
+  r.read_gbs_one_core = ReadBandwidthGbs(seconds / 2, probe, 1);
   return r;
 }
 

@@ -91,8 +91,14 @@ uint64_t SumWords(const uint64_t* words, size_t n, SimdLevel level) {
 }
 
 double ReadBandwidthGbs(double seconds, size_t bytes, int threads) {
-  const size_t words = std::max<size_t>(bytes / sizeof(uint64_t), 1);
-  std::vector<uint64_t> buf(words, 1);  // written once: no page is first touched while timed
+  // Written once: no page is first touched while timed.
+  const std::vector<uint64_t> buf(std::max<size_t>(bytes / sizeof(uint64_t), 1), 1);
+  return ReadBandwidthGbs(seconds, buf, threads);
+}
+
+double ReadBandwidthGbs(double seconds, const std::vector<uint64_t>& buf, int threads) {
+  const size_t words = buf.size();
+  if (words == 0) return 0;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const SimdLevel level = CpuSimdLevel();
   std::vector<uint64_t> sinks(static_cast<size_t>(threads) * 8);  // one cache line each

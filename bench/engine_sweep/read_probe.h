@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "engine/backend/cpu/simd.h"
 
@@ -31,5 +32,9 @@ uint64_t SumWords(const uint64_t* words, size_t n, SimdLevel level);
 // bytes per second), STREAM's convention: on a shared machine the neighbours' traffic
 // only ever slows a pass, so the best one is nearest what the machine can do.
 double ReadBandwidthGbs(double seconds, size_t bytes, int threads = 0);
+
+// The same over `words` (written by the caller), so that several measurements (say,
+// every core and one) share one buffer instead of each allocating and filling its own.
+double ReadBandwidthGbs(double seconds, const std::vector<uint64_t>& words, int threads = 0);
 
 }  // namespace orca::bench
