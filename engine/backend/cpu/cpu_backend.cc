@@ -1,6 +1,6 @@
-// The CPU backend: packed-panel GEMMs for float32 linear weights (packed_gemm.h, packed
-// once at load) and for bfloat16 ones on AVX-512 CPUs (packed_gemm_bf16.h), OpenBLAS and
-// oneDNN for the others, a thread pool for attention and
+// The CPU backend: packed-panel GEMMs for float32 linear weights and, on AVX2 and AVX-512
+// CPUs, 16-bit ones (packed_gemm.h, packed_gemm_bf16.h; packed once at load), OpenBLAS
+// and oneDNN for the others, a thread pool for attention and
 // element-wise work. Computes in float32; weights are float32, float16 or bfloat16
 // (16-bit ones are widened exactly where they are read: small_gemm.h, Linear), the KV
 // cache float32, float16 or bfloat16 (attention_kernel.h). It is also the reference
@@ -99,8 +99,8 @@ class CpuBackend : public Backend {
   // float32 weights are packed into panels (packed_gemm.h): at 16 rows 2-3.5x the rate of
   // the row-major kernels, and above sgemm's at prefill sizes (docs/benchmarks.md);
   // float16 ones into the same panels where the CPU has AVX2 or AVX-512 (widened in
-  // registers); bfloat16 ones where it has AVX-512 (packed_gemm_bf16.h: bfloat16
-  // products from 8 rows where it has AVX512_BF16). ORCA_CPU_PACKED=0 keeps them
+  // registers), and so bfloat16 ones (packed_gemm_bf16.h: bfloat16 products from 8 rows
+  // where it has AVX512_BF16). ORCA_CPU_PACKED=0 keeps them
   // row-major (benchmarks compare the two in one build).
   absl::StatusOr<Tensor> UploadLinearWeight(const void* host, DType dtype, int64_t rows,
                                             int64_t cols,
@@ -130,9 +130,7 @@ class CpuBackend : public Backend {
       const char* env = std::getenv("ORCA_CPU_PACKED");
       return env == nullptr || std::strcmp(env, "0") != 0;
     }();
-    return enabled &&
-           (dtype == DType::kF32 || (dtype == DType::kF16 && CpuSimdLevel() >= SimdLevel::kAvx2) ||
-            (dtype == DType::kBF16 && CpuSimdLevel() == SimdLevel::kAvx512));
+    return enabled && (dtype == DType::kF32 || CpuSimdLevel() >= SimdLevel::kAvx2);
   }
 
   MemoryInfo GetMemoryInfo() const override {
@@ -178,6 +176,8 @@ class CpuBackend : public Backend {
     }
   }
 
+  // On AVX2 CPUs (not AVX-512), packed weights of any type from kAvx2SgemmMinRows rows
+  // through sgemm over unpacked chunks (WidenedGemm); otherwise:
   // float32 weights: packed ones through PackedGemm at every size; row-major ones (a
   // table serving as LM head where packing is off, tests) through OpenBLAS (sgemv for one
   // row, sgemm from 17), SmallGemm between.
@@ -200,6 +200,11 @@ class CpuBackend : public Backend {
                                                  const std::function<void(int64_t)>& fn) {
       ParallelFor(tasks, int64_t{m} * n * k, fn);
     };
+    if (w.layout == TensorLayout::kPackedPanels && m >= kAvx2SgemmMinRows &&
+        CpuSimdLevel() == SimdLevel::kAvx2) {
+      WidenedGemm(x, w, b, out);
+      return;
+    }
     if (w.layout == TensorLayout::kPackedPanels && w.dtype == DType::kBF16) {
       PackedGemmBf16(m, n, k, x.f32(), lda, static_cast<const uint16_t*>(w.data), b, out.f32(), ldc,
                      spread);
@@ -481,26 +486,24 @@ class CpuBackend : public Backend {
   // to float32 a panel of rows at a time (4 MB or more, on every core) and each panel goes
   // through sgemm, so the widening is paid once per weight row per call, which for
   // prefill batches (hundreds of rows) is a few percent of the sgemm's work.
+  // sgemm over the weight's rows made row-major float32 a chunk at a time (16-bit rows
+  // widened, packed panels unpacked), every core making its share of the chunk.
   void WidenedGemm(const Tensor& x, const Tensor& w, const float* bias, Tensor out) {
     const int m = static_cast<int>(x.rows), k = static_cast<int>(x.cols),
               n = static_cast<int>(w.rows);
     const int lda = static_cast<int>(x.ld()), ldc = static_cast<int>(out.ld());
-    // At least 256 rows a panel: sgemm over fewer output columns loses its rate.
+    // At least 256 rows a panel: sgemm over fewer output columns loses its rate. Tasks
+    // of 16 rows: one packed panel each.
     constexpr int64_t kPanelElements = int64_t{1} << 20;
-    constexpr int64_t kRowsPerTask = 16;
-    const int64_t panel_rows = std::max<int64_t>(256, kPanelElements / k);
+    constexpr int64_t kRowsPerTask = kPanelRows;
+    const int64_t panel_rows =
+        std::max<int64_t>(256, kPanelElements / std::max(k, 1)) / kRowsPerTask * kRowsPerTask;
     panel_.resize(static_cast<size_t>(std::min<int64_t>(panel_rows, n) * k));
     for (int64_t n0 = 0; n0 < n; n0 += panel_rows) {
       const int64_t rows = std::min<int64_t>(panel_rows, n - n0);
       ParallelFor((rows + kRowsPerTask - 1) / kRowsPerTask, rows * k, [&](int64_t t) {
         const int64_t r0 = t * kRowsPerTask, r1 = std::min(rows, r0 + kRowsPerTask);
-        const size_t first = static_cast<size_t>((n0 + r0) * k), count = (r1 - r0) * k;
-        float* dst = panel_.data() + r0 * k;
-        if (w.dtype == DType::kBF16) {
-          WidenToF32(static_cast<const Bf16*>(w.data) + first, static_cast<int64_t>(count), dst);
-        } else {
-          WidenToF32(static_cast<const Fp16*>(w.data) + first, static_cast<int64_t>(count), dst);
-        }
+        MakeRowsF32(w, n0 + r0, r1 - r0, panel_.data() + r0 * k);
       });
       float beta = 0.0f;
       if (bias != nullptr) {
@@ -512,6 +515,27 @@ class CpuBackend : public Backend {
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, static_cast<int>(rows), k, 1.0f,
                   x.f32(), lda, panel_.data(), k, beta, out.f32() + n0, ldc);
+    }
+  }
+
+  // dst = rows [first, first + count) of the weight w as row-major float32.
+  static void MakeRowsF32(const Tensor& w, int64_t first, int64_t count, float* dst) {
+    const int64_t k = w.cols;
+    if (w.layout == TensorLayout::kPackedPanels) {
+      for (int64_t j = 0; j < count; ++j) {
+        float* row = dst + j * k;
+        if (w.dtype == DType::kBF16) {
+          UnpackWeightRowBf16(static_cast<const uint16_t*>(w.data), k, first + j, row);
+        } else if (w.dtype == DType::kF16) {
+          UnpackWeightRowF16(static_cast<const uint16_t*>(w.data), k, first + j, row);
+        } else {
+          UnpackWeightRow(w.f32(), k, first + j, row);
+        }
+      }
+    } else if (w.dtype == DType::kBF16) {
+      WidenToF32(static_cast<const Bf16*>(w.data) + first * k, count * k, dst);
+    } else {
+      WidenToF32(static_cast<const Fp16*>(w.data) + first * k, count * k, dst);
     }
   }
 

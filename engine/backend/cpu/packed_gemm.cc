@@ -16,10 +16,12 @@
 namespace orca {
 namespace {
 
+using packed_internal::kAvx2MaxRows;
 using packed_internal::kAvx512MaxRows;
 using packed_internal::PackedRows;
 using packed_internal::PrefetchAhead;
 using packed_internal::TileSums;
+using packed_internal::TileSumsAvx2;
 
 // One tile: rows [0, R) of x against the 32 columns of a panel pair (w: the first
 // panel's block start; the second panel is pstride elements on), over kc input columns.
@@ -49,19 +51,9 @@ ORCA_AVX512 void TileAvx512(int kc, const float* x, int64_t ldx, const W* w, int
 // As TileAvx512 with 8 lanes, over one panel (16 columns, `cols` of them stored) and up
 // to 6 rows: 12 accumulators, two weight vectors and a broadcast in the 16 registers.
 template <int R, typename W>
-__attribute__((target("avx2,fma,f16c"))) void TileAvx2(int kc, const float* x, int64_t ldx,
-                                                       const W* w, float* out, int64_t ldo,
-                                                       int cols, const float* bias,
-                                                       bool accumulate) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
-  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), lane);
-  __m256 a0[R], a1[R];
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-    a0[r] = accumulate ? _mm256_maskload_ps(out + r * ldo, m0) : _mm256_setzero_ps();
-    a1[r] = accumulate ? _mm256_maskload_ps(out + r * ldo + 8, m1) : _mm256_setzero_ps();
-  }
+ORCA_AVX2 void TileAvx2(int kc, const float* x, int64_t ldx, const W* w, float* out, int64_t ldo,
+                        int cols, const float* bias, bool accumulate) {
+  TileSumsAvx2<R> t(out, ldo, cols, accumulate);
   for (int c = 0; c < kc; ++c) {
     PrefetchAhead(w + c * kPanelRows);
     const __m256 v0 = Load8(w + c * kPanelRows);
@@ -69,23 +61,11 @@ __attribute__((target("avx2,fma,f16c"))) void TileAvx2(int kc, const float* x, i
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
       const __m256 xb = _mm256_broadcast_ss(x + r * ldx + c);
-      a0[r] = _mm256_fmadd_ps(xb, v0, a0[r]);
-      a1[r] = _mm256_fmadd_ps(xb, v1, a1[r]);
+      t.a0[r] = _mm256_fmadd_ps(xb, v0, t.a0[r]);
+      t.a1[r] = _mm256_fmadd_ps(xb, v1, t.a1[r]);
     }
   }
-  if (bias != nullptr) {
-    const __m256 b0 = _mm256_maskload_ps(bias, m0), b1 = _mm256_maskload_ps(bias + 8, m1);
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      a0[r] = _mm256_add_ps(a0[r], b0);
-      a1[r] = _mm256_add_ps(a1[r], b1);
-    }
-  }
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-    _mm256_maskstore_ps(out + r * ldo, m0, a0[r]);
-    _mm256_maskstore_ps(out + r * ldo + 8, m1, a1[r]);
-  }
+  t.Store(bias, out, ldo);
 }
 
 // The portable tile: `rows` rows against one panel's first `cols` columns.
@@ -107,8 +87,6 @@ using Avx512Tile = void (*)(int, const float*, int64_t, const W*, int64_t, float
 template <typename W>
 using Avx2Tile = void (*)(int, const float*, int64_t, const W*, float*, int64_t, int, const float*,
                           bool);
-
-constexpr int kAvx2MaxRows = 6;
 
 // From these rows on, a float16 panel pair's block is widened once for all its tiles;
 // below, each tile widens its loads in registers, overlapped with the weights' stream

@@ -37,6 +37,12 @@ inline constexpr int kPanelRows = 16;
 inline constexpr int kPackedRowMultiple = 2 * kPanelRows;  // the AVX-512 tile's width
 inline constexpr int kPackedKBlock = 2048;
 
+// On CPUs with AVX2 but not AVX-512, the CPU backend gives GEMMs of this many rows or more
+// (prefill chunks) over packed weights to OpenBLAS's sgemm instead, unpacking the panels
+// into row-major float32 a chunk at a time: there its kernels outrun the 6-row tiles
+// (docs/benchmarks.md section 22), where AVX-512's 8 x 32 tiles outrun sgemm.
+inline constexpr int kAvx2SgemmMinRows = 64;
+
 // Floats the packed form of an [n, k] weight takes.
 int64_t PackedWeightFloats(int64_t n, int64_t k);
 

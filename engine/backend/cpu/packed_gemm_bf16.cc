@@ -23,6 +23,7 @@ using packed_internal::kAvx512MaxRows;
 using packed_internal::PackedRows;
 using packed_internal::PrefetchAhead;
 using packed_internal::TileSums;
+using packed_internal::TileSumsAvx2;
 
 // Elements of one packed input-column pair of a panel: 16 rows x 2 columns.
 constexpr int kPairElements = 2 * kPanelRows;
@@ -98,6 +99,51 @@ ORCA_AVX512 void TileWiden(int kc, const float* x, int64_t ldx, const uint16_t* 
   t.Store(bias, out, ldo);
 }
 
+// As TileWiden over one panel (16 columns, `cols` of them stored) with 8 lanes, for up
+// to kBf16Avx2MaxRows rows: the 8 accumulators, a column pair's four widened weight
+// vectors, two broadcasts and the mask fit the 16 registers (6 rows would spill).
+constexpr int kBf16Avx2MaxRows = 4;
+
+ORCA_AVX2 inline __m256i Load256(const uint16_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+template <int R>
+ORCA_AVX2 void TileWidenAvx2(int kc, const float* x, int64_t ldx, const uint16_t* w, float* out,
+                             int64_t ldo, int cols, const float* bias, bool accumulate) {
+  TileSumsAvx2<R> t(out, ldo, cols, accumulate);
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  int c = 0;
+  for (; c + 2 <= kc; c += 2) {
+    const uint16_t* p = w + c / 2 * kPairElements;
+    PrefetchAhead(p);
+    const __m256i raw0 = Load256(p), raw1 = Load256(p + kPanelRows);
+    const __m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(raw0, 16));
+    const __m256 e1 = _mm256_castsi256_ps(_mm256_slli_epi32(raw1, 16));
+    const __m256 o0 = _mm256_castsi256_ps(_mm256_and_si256(raw0, high));
+    const __m256 o1 = _mm256_castsi256_ps(_mm256_and_si256(raw1, high));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m256 xe = _mm256_broadcast_ss(x + r * ldx + c);
+      const __m256 xo = _mm256_broadcast_ss(x + r * ldx + c + 1);
+      t.a0[r] = _mm256_fmadd_ps(xo, o0, _mm256_fmadd_ps(xe, e0, t.a0[r]));
+      t.a1[r] = _mm256_fmadd_ps(xo, o1, _mm256_fmadd_ps(xe, e1, t.a1[r]));
+    }
+  }
+  if (c < kc) {  // an odd k's last column: the pair's second half is padding (x has none)
+    const uint16_t* p = w + c / 2 * kPairElements;
+    const __m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(Load256(p), 16));
+    const __m256 e1 = _mm256_castsi256_ps(_mm256_slli_epi32(Load256(p + kPanelRows), 16));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m256 xe = _mm256_broadcast_ss(x + r * ldx + c);
+      t.a0[r] = _mm256_fmadd_ps(xe, e0, t.a0[r]);
+      t.a1[r] = _mm256_fmadd_ps(xe, e1, t.a1[r]);
+    }
+  }
+  t.Store(bias, out, ldo);
+}
+
 // The portable tile: `rows` rows of x as it is against one panel's first `cols` columns.
 void TileScalar(int rows, int kc, const float* x, int64_t ldx, const uint16_t* w, float* out,
                 int64_t ldo, int cols, const float* bias, bool accumulate) {
@@ -120,6 +166,15 @@ using WidenTile = void (*)(int, const float*, int64_t, const uint16_t*, int64_t,
 DotTile DotTileFor(int rows) {
   static const DotTile table[] = {nullptr,    TileDot<1>, TileDot<2>, TileDot<3>, TileDot<4>,
                                   TileDot<5>, TileDot<6>, TileDot<7>, TileDot<8>};
+  return table[rows];
+}
+
+using WidenTileAvx2 = void (*)(int, const float*, int64_t, const uint16_t*, float*, int64_t, int,
+                               const float*, bool);
+
+WidenTileAvx2 WidenTileAvx2For(int rows) {
+  static const WidenTileAvx2 table[] = {nullptr, TileWidenAvx2<1>, TileWidenAvx2<2>,
+                                        TileWidenAvx2<3>, TileWidenAvx2<4>};
   return table[rows];
 }
 
@@ -171,9 +226,19 @@ void PanelPairBlock(SimdLevel level, const Operands& a, int64_t j0, int cols, in
     return;
   }
   for (int half = 0; half < 2 && cols > half * kPanelRows; ++half) {
-    TileScalar(a.m, kc, xs, a.ldx, ws + half * pstride, o + half * kPanelRows, a.ldo,
-               std::min(kPanelRows, cols - half * kPanelRows),
-               b != nullptr ? b + half * kPanelRows : nullptr, accumulate);
+    const int hc = std::min(kPanelRows, cols - half * kPanelRows);
+    const uint16_t* wh = ws + half * pstride;
+    float* oh = o + half * kPanelRows;
+    const float* bh = b != nullptr ? b + half * kPanelRows : nullptr;
+    if (level != SimdLevel::kAvx2) {
+      TileScalar(a.m, kc, xs, a.ldx, wh, oh, a.ldo, hc, bh, accumulate);
+      continue;
+    }
+    for (int r = 0; r < a.m; r += kBf16Avx2MaxRows) {
+      const int rows = std::min(kBf16Avx2MaxRows, a.m - r);
+      WidenTileAvx2For(rows)(kc, xs + r * a.ldx, a.ldx, wh, oh + r * a.ldo, a.ldo, hc, bh,
+                             accumulate);
+    }
   }
 }
 

@@ -21,9 +21,11 @@
 //    the products only where they are at least 10 % faster.
 //  - otherwise: each weight widened in registers and float32 FMAs with x as it is (the
 //    float32 product of the bfloat16 weights, exact up to the sums' rounding).
-// Paths by SimdLevel: AVX-512 (tiles of up to 8 rows by 32 columns) and a portable loop
-// (the CPU backend packs bfloat16 weights only where AVX-512 is present). Sums run over
-// c in order (pairwise with the products), in blocks of kPackedKBlock columns.
+// Paths by SimdLevel: AVX-512 (tiles of up to 8 rows by 32 columns), AVX2+FMA (the
+// widening tile over one panel, up to 4 rows by 16 columns: a column pair's 32-byte load
+// widened by the same shift and mask into two vectors of 8 outputs) and a portable loop.
+// Sums run over c in order (pairwise with the products), in blocks of kPackedKBlock
+// columns.
 // Thread-safe; `parallel_for` spreads the panel pairs.
 #pragma once
 

@@ -1,8 +1,9 @@
 // What the packed GEMMs (packed_gemm.cc for float32 panels, packed_gemm_bf16.cc for
-// bfloat16 ones) share: the walk over panel pairs and k blocks, and the AVX-512 tile's
-// accumulators (two vectors of 16 columns for each of up to 8 rows), their start from
-// zero or from the partial sums of an earlier k block, and their end (bias, masked
-// stores), and the weights' prefetch. Internal to those two files.
+// bfloat16 ones) share: the walk over panel pairs and k blocks, the tiles' accumulators
+// (AVX-512: two vectors of 16 columns of a panel pair for each of up to 8 rows; AVX2: two
+// vectors of 8 columns of one panel for each of up to 6 rows), their start from zero or
+// from the partial sums of an earlier k block, and their end (bias, masked stores), and
+// the weights' prefetch. Internal to those two files.
 #pragma once
 
 #include <immintrin.h>
@@ -17,6 +18,7 @@ namespace orca::packed_internal {
 
 inline constexpr int64_t kPanelPair = 2 * kPanelRows;
 inline constexpr int kAvx512MaxRows = 8;
+inline constexpr int kAvx2MaxRows = 6;
 
 // How far ahead of its loads a tile prefetches its panels' weights, and where to: the
 // first tile of a block streams the weights from memory, the next ones find them in the
@@ -83,6 +85,42 @@ struct TileSums {
     for (int r = 0; r < R; ++r) {
       _mm512_mask_storeu_ps(out + r * ldo, m0, a0[r]);
       _mm512_mask_storeu_ps(out + r * ldo + 16, m1, a1[r]);
+    }
+  }
+};
+
+// The accumulators of an R-row AVX2 tile over `cols` (1..16) columns of one panel.
+template <int R>
+struct TileSumsAvx2 {
+  __m256 a0[R], a1[R];  // columns [0, 8) and [8, 16) of each row
+  __m256i m0, m1;       // the stored columns of each half
+
+  // From out's values with `accumulate` (a later k block), else from zero.
+  ORCA_AVX2 TileSumsAvx2(const float* out, int64_t ldo, int cols, bool accumulate) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
+    m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), lane);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      a0[r] = accumulate ? _mm256_maskload_ps(out + r * ldo, m0) : _mm256_setzero_ps();
+      a1[r] = accumulate ? _mm256_maskload_ps(out + r * ldo + 8, m1) : _mm256_setzero_ps();
+    }
+  }
+
+  // Adds `bias` (null but on the last block) and stores the columns.
+  ORCA_AVX2 void Store(const float* bias, float* out, int64_t ldo) {
+    if (bias != nullptr) {
+      const __m256 b0 = _mm256_maskload_ps(bias, m0), b1 = _mm256_maskload_ps(bias + 8, m1);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        a0[r] = _mm256_add_ps(a0[r], b0);
+        a1[r] = _mm256_add_ps(a1[r], b1);
+      }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      _mm256_maskstore_ps(out + r * ldo, m0, a0[r]);
+      _mm256_maskstore_ps(out + r * ldo + 8, m1, a1[r]);
     }
   }
 };

@@ -62,6 +62,8 @@ __attribute__((target("avx2,fma"))) inline float Sum8(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
+#define ORCA_AVX2 __attribute__((target("avx2,fma,f16c")))
+
 // Eight elements as float32 (16-bit ones widened exactly).
 __attribute__((target("avx2,fma,f16c"))) inline __m256 Load8(const float* p) {
   return _mm256_loadu_ps(p);

@@ -47,9 +47,7 @@ TEST(CpuLinearTest, EveryPathMatchesAFloat64Product) {
     std::unique_ptr<DeviceBuffer> storage;
     auto uploaded = backend->UploadLinearWeight(row_major.data, dtype, n, k, &storage);
     ASSERT_TRUE(uploaded.ok()) << uploaded.status();
-    const bool packs = dtype == DType::kF32 ||
-                       (dtype == DType::kF16 && CpuSimdLevel() >= SimdLevel::kAvx2) ||
-                       (dtype == DType::kBF16 && CpuSimdLevel() == SimdLevel::kAvx512);
+    const bool packs = dtype == DType::kF32 || CpuSimdLevel() >= SimdLevel::kAvx2;
     ASSERT_EQ(uploaded->layout, packs ? TensorLayout::kPackedPanels : TensorLayout::kRowMajor);
     const Tensor b{bias.data(), DType::kF32, 1, n, 0};
     for (const Tensor& w : {row_major, *uploaded})
