@@ -97,7 +97,7 @@ class CpuBackend : public Backend {
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
   // float32 weights are packed into panels (packed_gemm.h): at 16 rows 2-3.5x the rate of
-  // the row-major kernels, and above sgemm's at prefill sizes (docs/benchmarks.md);
+  // the row-major kernels, and above sgemm's at prefill sizes on AVX-512 (docs/benchmarks.md);
   // float16 ones into the same panels where the CPU has AVX2 or AVX-512 (widened in
   // registers), and so bfloat16 ones (packed_gemm_bf16.h: bfloat16 products from 8 rows
   // where it has AVX512_BF16). ORCA_CPU_PACKED=0 keeps them
@@ -482,12 +482,12 @@ class CpuBackend : public Backend {
     });
   }
 
-  // out = x * w^T (+ bias) for 16-bit w and more rows than SmallGemm takes: w is widened
-  // to float32 a panel of rows at a time (4 MB or more, on every core) and each panel goes
-  // through sgemm, so the widening is paid once per weight row per call, which for
-  // prefill batches (hundreds of rows) is a few percent of the sgemm's work.
-  // sgemm over the weight's rows made row-major float32 a chunk at a time (16-bit rows
-  // widened, packed panels unpacked), every core making its share of the chunk.
+  // out = x * w^T (+ bias) for row-major 16-bit w and more rows than SmallGemm takes,
+  // and for packed w of any type from kAvx2SgemmMinRows rows on AVX2 CPUs: w is made
+  // row-major float32 a chunk of rows at a time (16-bit rows widened, panels unpacked;
+  // 16 MiB or more, every core making its share) and each chunk goes through sgemm, so
+  // the conversion is paid once per weight row per call, which for prefill batches
+  // (hundreds of rows) is a few percent of the sgemm's work.
   void WidenedGemm(const Tensor& x, const Tensor& w, const float* bias, Tensor out) {
     const int m = static_cast<int>(x.rows), k = static_cast<int>(x.cols),
               n = static_cast<int>(w.rows);
@@ -520,7 +520,8 @@ class CpuBackend : public Backend {
     }
   }
 
-  // dst = rows [first, first + count) of the weight w as row-major float32.
+  // dst = rows [first, first + count) of the weight w (packed panels, or row-major 16-bit)
+  // as row-major float32.
   static void MakeRowsF32(const Tensor& w, int64_t first, int64_t count, float* dst) {
     const int64_t k = w.cols;
     if (w.layout == TensorLayout::kPackedPanels) {
