@@ -9,7 +9,8 @@
 //
 // Differences from cuBLAS, by design: only host pointer mode (alpha and beta are read
 // at call time); A, B and C must be twin device memory (else INVALID_VALUE, where a GPU
-// would fault later); results differ from a GPU's in the last bits (summation order).
+// would fault later); results differ from a GPU's in the last bits (summation order);
+// up to 256 columns, each column of C is computed on its own (RunGemm).
 //
 // Thread-safe: handles live in a registry guarded by one mutex.
 #include <cblas.h>
@@ -200,9 +201,25 @@ cudaError_t RunGemm(const Gemm& g) {
     c = c_buf.data();
   }
   // OpenBLAS honours beta == 0 without reading C (checked: NaN in C does not propagate).
-  cblas_sgemm(CblasColMajor, g.trans_a ? CblasTrans : CblasNoTrans,
-              g.trans_b ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha, a, g.lda, b, g.ldb,
-              g.beta, c, g.ldc);
+  // Up to kColumnByColumn columns (tokens: a decode batch), each column of C is its own
+  // call, so its sums do not depend on how many columns come with it: OpenBLAS's AVX2
+  // (Haswell, Zen) kernels sum a column in an order that does, and a decode padded to
+  // its graph's bucket must give the tokens of the same decode run op by op unpadded.
+  constexpr int kColumnByColumn = 256;
+  const CBLAS_TRANSPOSE ta = g.trans_a ? CblasTrans : CblasNoTrans,
+                        tb = g.trans_b ? CblasTrans : CblasNoTrans;
+  if (g.n > kColumnByColumn) {
+    cblas_sgemm(CblasColMajor, ta, tb, g.m, g.n, g.k, g.alpha, a, g.lda, b, g.ldb, g.beta, c,
+                g.ldc);
+  } else {
+    for (int j = 0; j < g.n; ++j) {
+      // Column j of op(B): column j of B, or row j of B stored transposed.
+      const float* bj = b + (g.trans_b ? static_cast<size_t>(j)
+                                       : static_cast<size_t>(j) * static_cast<size_t>(g.ldb));
+      cblas_sgemm(CblasColMajor, ta, tb, g.m, 1, g.k, g.alpha, a, g.lda, bj, g.ldb, g.beta,
+                  c + static_cast<size_t>(j) * static_cast<size_t>(g.ldc), g.ldc);
+    }
+  }
   if (g.c_type != CUDA_R_32F) {
     // Only the m x n block is written back; the padding rows below it are not C's.
     for (int j = 0; j < g.n; ++j) {
