@@ -183,7 +183,10 @@ void BM_PackedGemmBf16(benchmark::State& state) {
     benchmark::DoNotOptimize(g.out.data());
   }
   g.Report(state, 2.0);
-  if (PackedGemmBf16RoundsActivations(g.m, level)) state.SetLabel("bf16 products");
+  if (PackedGemmBf16RoundsActivations(g.m, level)) {
+    state.SetLabel(std::string("bf16 products by ") +
+                   Bf16ProductsName(PackedGemmBf16Products(g.m, level)));
+  }
 }
 
 void BM_PackedGemmF16(benchmark::State& state) {

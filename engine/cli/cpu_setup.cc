@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "engine/backend/cpu/openblas_core.h"
+#include "engine/backend/cpu/packed_gemm_amx.h"
 #include "engine/backend/cpu/packed_gemm_bf16.h"
 #include "engine/backend/cpu/simd.h"
 
@@ -31,12 +32,15 @@ std::string CpuVersionLines() {
   std::string cpu = std::string("cpu: ") + SimdLevelName(CpuMaxSimdLevel());
   if (CpuHasBf16Dots()) {
     const Bf16DotsTiming& t = CpuBf16DotsTiming();
-    char note[160];
+    const Bf16Products by = CpuBf16Products();
+    char note[240];
     std::snprintf(note, sizeof(note),
-                  "+bf16 (bfloat16 weights: %s; products %.1f us, widened float32 FMAs %.1f us a "
-                  "tile)",
-                  CpuBf16DotsEnabled() ? "bfloat16 products" : "widened to float32",
-                  t.dots_ns / 1e3, t.widen_ns / 1e3);
+                  "+bf16%s (bfloat16 weights: %s%s; vdpbf16ps %.1f us, AMX %.1f us, widened "
+                  "float32 FMAs %.1f us a tile)",
+                  CpuHasAmxBf16() ? "+amx" : "",
+                  by == Bf16Products::kOff ? "widened to float32" : "bfloat16 products by ",
+                  by == Bf16Products::kOff ? "" : Bf16ProductsName(by), t.dots_ns / 1e3,
+                  t.amx_ns / 1e3, t.widen_ns / 1e3);
     cpu += note;
   }
   return cpu + "\nopenblas: " + OpenBlasConfig() + " (kernels: " + OpenBlasCoreName() + ")\n";

@@ -40,16 +40,23 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::RunChunks() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (fn_ != nullptr && next_ < n_) {
-    int64_t i = next_++;
-    const auto* fn = fn_;
-    lock.unlock();
-    (*fn)(i);
-    lock.lock();
-    spin_finished_.store(++finished_, std::memory_order_release);
-    if (finished_ == n_) done_cv_.notify_all();
+namespace {
+constexpr uint64_t kIndexMask = 0xffffffffu;
+uint64_t ClaimWord(uint64_t generation) { return (generation & kIndexMask) << 32; }
+}  // namespace
+
+void ThreadPool::RunChunks(uint64_t generation, const std::function<void(int64_t)>* fn, int64_t n) {
+  const uint64_t mine = ClaimWord(generation);
+  while (true) {
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    do {
+      if ((c & ~kIndexMask) != mine || static_cast<int64_t>(c & kIndexMask) >= n) return;
+    } while (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel));
+    (*fn)(static_cast<int64_t>(c & kIndexMask));
+    if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_all();
+    }
   }
 }
 
@@ -57,36 +64,41 @@ void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
     SpinUntil([&] { return spin_generation_.load(std::memory_order_acquire) != seen; });
+    const std::function<void(int64_t)>* fn;
+    int64_t n;
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [&] { return stop_ || (generation_ != seen && fn_ != nullptr); });
       if (stop_) return;
       seen = generation_;
+      fn = fn_;
+      n = n_;
     }
-    RunChunks();
+    RunChunks(seen, fn, n);
   }
 }
 
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
   if (n <= 0) return;
-  if (n == 1 || workers_.empty()) {
+  if (n == 1 || workers_.empty() || n > static_cast<int64_t>(kIndexMask)) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
+  uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(mu_);
     fn_ = &fn;
     n_ = n;
-    next_ = 0;
-    finished_ = 0;
-    spin_finished_.store(0, std::memory_order_relaxed);
-    spin_generation_.store(++generation_, std::memory_order_release);
+    generation = ++generation_;
+    finished_.store(0, std::memory_order_relaxed);
+    claim_.store(ClaimWord(generation), std::memory_order_release);
+    spin_generation_.store(generation, std::memory_order_release);
   }
   work_cv_.notify_all();
-  RunChunks();
-  SpinUntil([&] { return spin_finished_.load(std::memory_order_acquire) == n; });
+  RunChunks(generation, &fn, n);
+  SpinUntil([&] { return finished_.load(std::memory_order_acquire) == n; });
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return finished_ == n_; });
+  done_cv_.wait(lock, [&] { return finished_.load(std::memory_order_acquire) == n; });
   fn_ = nullptr;
 }
 

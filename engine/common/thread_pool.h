@@ -6,7 +6,11 @@
 // attention of each layer). Waking a sleeping worker and being woken at the end costs
 // tens of microseconds each through the kernel, so a worker that finishes a loop, and a
 // caller that waits for one, first spin for up to kSpinMicros on atomics mirroring the
-// state, and sleep on the condition variables only after that.
+// state, and sleep on the condition variables only after that. Indices are handed out
+// without the lock (a compare-and-swap on the loop's generation and next index): with
+// tasks of a few microseconds two threads contending for a mutex for every index spent
+// a quarter of a GEMM in it (bfloat16 GEMMs of 1-16 rows with their weights in L3
+// 1.05-1.25x faster without; docs/benchmarks.md section 23).
 #pragma once
 
 #include <atomic>
@@ -37,7 +41,8 @@ class ThreadPool {
 
  private:
   void WorkerLoop();
-  void RunChunks();
+  // Runs the indices of loop `generation` (fn, n) that no other thread has claimed.
+  void RunChunks(uint64_t generation, const std::function<void(int64_t)>* fn, int64_t n);
 
   int num_threads_;
   std::vector<std::thread> workers_;
@@ -45,14 +50,16 @@ class ThreadPool {
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
   const std::function<void(int64_t)>* fn_ = nullptr;  // guarded by mu_
-  int64_t n_ = 0;
-  int64_t next_ = 0;         // guarded by mu_
-  int64_t finished_ = 0;     // guarded by mu_
-  uint64_t generation_ = 0;  // guarded by mu_
+  int64_t n_ = 0;                                     // guarded by mu_
+  uint64_t generation_ = 0;                           // guarded by mu_
   bool stop_ = false;
-  // Mirrors of generation_ and finished_ for the spins (written under mu_).
+  // The current loop's generation (its low 32 bits, high half) and next unclaimed index
+  // (low half): a thread claims index i of the loop it read under mu_ only while both
+  // still match, so a late worker never runs an index of a newer loop with an older fn.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> finished_{0};  // indices of the current loop done
+  // A mirror of generation_ for the workers' spin (written under mu_).
   std::atomic<uint64_t> spin_generation_{0};
-  std::atomic<int64_t> spin_finished_{0};
 };
 
 }  // namespace orca

@@ -11,15 +11,21 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "engine/backend/cpu/packed_gemm_amx.h"
 #include "engine/backend/cpu/packed_tile.h"
 #include "engine/common/dtype.h"
 
 namespace orca {
 namespace {
 
+using packed_internal::AmxPairs;
+using packed_internal::AmxPanelPairBlock;
+using packed_internal::AmxRows;
 using packed_internal::kAvx512MaxRows;
+using packed_internal::kPanelPair;
 using packed_internal::PackedRows;
 using packed_internal::PrefetchAhead;
 using packed_internal::TileSums;
@@ -185,17 +191,62 @@ WidenTile WidenTileFor(int rows) {
   return table[rows];
 }
 
+// 64-byte-aligned elements, as the weights are (CpuBackend's buffers): a 64-byte load
+// across two cache lines costs two (vdpbf16ps's broadcasts, AMX's rows of x).
+template <typename T>
+struct AlignedArray {
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T[], Free> data;
+
+  AlignedArray() = default;
+  explicit AlignedArray(size_t n)
+      : data(static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64))) {}
+  AlignedArray(size_t n, T value) : AlignedArray(n) {
+    std::fill(data.get(), data.get() + n, value);
+  }
+  T* get() const { return data.get(); }
+};
+
 // What one PackedGemmBf16 call multiplies: x as given, or rounded to bfloat16 pairs.
 struct Operands {
   int m, k;
   const float* x;
   int64_t ldx;
-  std::vector<uint16_t> rounded;  // with products: m rows of 2 * Pairs(k) elements
+  Bf16Products products;           // kDots, kAmx or kOff
+  AlignedArray<uint16_t> rounded;  // with products: rows of rounded_pairs pairs (zero-padded)
+  int64_t rounded_pairs;
   const uint16_t* packed;
   const float* bias;
   float* out;
   int64_t ldo;
 };
+
+// Rows [r0, r0 + rows) (r0 a multiple of 16) against one panel pair's columns [j0, j0 +
+// cols) over input columns [c0, c0 + kc), on AMX tiles.
+void AmxBlock(const Operands& a, int r0, int rows, int64_t j0, int cols, int c0, int kc) {
+  const int64_t kp = Pairs(a.k), ldxr = 2 * a.rounded_pairs;
+  const float* b = c0 + kc >= a.k && a.bias != nullptr ? a.bias + j0 : nullptr;
+  AmxPanelPairBlock(rows, (kc + 1) / 2, a.rounded.get() + r0 * ldxr + c0, ldxr,
+                    a.packed + j0 * 2 * kp + int64_t{c0} / 2 * kPairElements, kp * kPairElements,
+                    a.out + r0 * a.ldo + j0, a.ldo, cols, b, c0 > 0);
+}
+
+// AMX GEMMs run as tasks of a chunk of rows (all of them in a decode) by
+// kAmxPairsPerTask panel pairs. The chunks hold at most AmxChunkRows(k) rows, so that a
+// chunk's rounded x (at most 1 MiB) stays in L2 while every panel pair goes past it:
+// walking all of a prefill's rows past one panel pair at a time re-read x from L3 for
+// each pair, which bounded the tiles by L3's bandwidth (a prefill of 16 x 512 tokens'
+// GEMMs 1.6x faster in chunks, docs/benchmarks.md section 23). A task's panel pairs
+// follow one another: with one pair a task (a few microseconds at 16 rows) the tasks'
+// ends, where the pool's atomic counters wait for the tiles' stores, cost a quarter of
+// a GEMM whose weights are in L3 (four pairs: 1.2-1.4x faster there).
+int AmxChunkRows(int k) {
+  const int rows = (1 << 20) / (2 * std::max(k, 1));
+  return std::max(32, rows / 32 * 32);
+}
+constexpr int64_t kAmxPairsPerTask = 4;
 
 // Every row against one panel pair's columns [j0, j0 + cols) over input columns
 // [c0, c0 + kc) (c0 even: kPackedKBlock is).
@@ -206,13 +257,13 @@ void PanelPairBlock(SimdLevel level, const Operands& a, int64_t j0, int cols, in
   const float* b = c0 + kc >= a.k && a.bias != nullptr ? a.bias + j0 : nullptr;
   const uint16_t* ws = a.packed + j0 * 2 * kp + int64_t{c0} / 2 * kPairElements;
   float* o = a.out + j0;
-  if (!a.rounded.empty()) {
-    const uint16_t* xr = a.rounded.data() + c0;
+  if (a.products == Bf16Products::kDots) {
+    const uint16_t* xr = a.rounded.get() + c0;
     const int block_pairs = (kc + 1) / 2;
     for (int r = 0; r < a.m; r += kAvx512MaxRows) {
       const int rows = std::min(kAvx512MaxRows, a.m - r);
-      DotTileFor(rows)(block_pairs, xr + r * 2 * kp, kp, ws, pstride, o + r * a.ldo, a.ldo, cols, b,
-                       accumulate);
+      DotTileFor(rows)(block_pairs, xr + r * 2 * a.rounded_pairs, a.rounded_pairs, ws, pstride,
+                       o + r * a.ldo, a.ldo, cols, b, accumulate);
     }
     return;
   }
@@ -242,6 +293,48 @@ void PanelPairBlock(SimdLevel level, const Operands& a, int64_t j0, int cols, in
   }
 }
 
+// a.rounded = x's rows rounded to bfloat16, a.rounded_pairs pairs a row (AMX: whole steps
+// of 16 pairs, AmxRows(m) rows), zeros past k and past m; 16 rows a task.
+void RoundRows(Operands& a, const ParallelForFn& parallel_for) {
+  const bool amx = a.products == Bf16Products::kAmx;
+  a.rounded_pairs = amx ? AmxPairs(Pairs(a.k)) : Pairs(a.k);
+  const int64_t ldxr = 2 * a.rounded_pairs;
+  const int rows = amx ? AmxRows(a.m) : a.m;
+  a.rounded = AlignedArray<uint16_t>(static_cast<size_t>(rows * ldxr));
+  const auto round = [&](int64_t task) {
+    const int end = static_cast<int>(std::min<int64_t>(rows, 16 * task + 16));
+    for (int r = static_cast<int>(16 * task); r < end; ++r) {
+      uint16_t* dst = a.rounded.get() + r * ldxr;
+      if (r < a.m) RoundToBf16(a.x + r * a.ldx, a.k, dst);
+      std::fill(dst + (r < a.m ? a.k : 0), dst + ldxr, uint16_t{0});
+    }
+  };
+  const int64_t tasks = (rows + 15) / 16;
+  if (tasks >= 4) {
+    parallel_for(tasks, round);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t) round(t);
+  }
+}
+
+// The GEMM on AMX tiles: tasks of a chunk of rows by kAmxPairsPerTask panel pairs.
+void AmxGemm(const Operands& a, int n, const ParallelForFn& parallel_for) {
+  const int chunk = std::min(AmxChunkRows(a.k), AmxRows(a.m));
+  const int64_t chunks = (a.m + chunk - 1) / chunk, pairs = (n + kPanelPair - 1) / kPanelPair;
+  const int64_t groups = (pairs + kAmxPairsPerTask - 1) / kAmxPairsPerTask;
+  parallel_for(chunks * groups, [&](int64_t task) {
+    const int r0 = static_cast<int>(task / groups) * chunk;
+    const int64_t q0 = task % groups * kAmxPairsPerTask;
+    for (int64_t q = q0; q < std::min(pairs, q0 + kAmxPairsPerTask); ++q) {
+      const int64_t j0 = q * kPanelPair;
+      const int cols = static_cast<int>(std::min<int64_t>(kPanelPair, n - j0));
+      for (int c0 = 0; c0 < a.k; c0 += kPackedKBlock) {
+        AmxBlock(a, r0, std::min(chunk, a.m - r0), j0, cols, c0, std::min(kPackedKBlock, a.k - c0));
+      }
+    }
+  });
+}
+
 }  // namespace
 
 const Bf16DotsTiming& CpuBf16DotsTiming() {
@@ -253,47 +346,92 @@ const Bf16DotsTiming& CpuBf16DotsTiming() {
     // run on, so the times are the tiles' arithmetic. Ones everywhere (sums stay exact).
     constexpr int kRows = 8, kPairs = 512, kRuns = 16;
     const int64_t pstride = int64_t{kPairs} * kPairElements;
-    const std::vector<uint16_t> w(2 * pstride, 0x3f80), xr(kRows * 2 * kPairs, 0x3f80);
-    const std::vector<float> x(kRows * 2 * kPairs, 1.0f);
-    std::vector<float> out(kRows * 2 * kPanelRows);
+    // The AMX block reads 16 rows.
+    const AlignedArray<uint16_t> w(2 * pstride, 0x3f80), xr(16 * 2 * kPairs, 0x3f80);
+    const AlignedArray<float> x(kRows * 2 * kPairs, 1.0f), out(kRows * 2 * kPanelRows, 0.0f);
     using Clock = std::chrono::steady_clock;
     const auto nanoseconds = [](Clock::time_point a, Clock::time_point b) {
       return std::chrono::duration<double, std::nano>(b - a).count();
     };
-    t.dots_ns = t.widen_ns = 1e300;
+    const bool amx = CpuHasAmxBf16();
+    // An AMX block right after the vector tiles ran at a third of its rate (on the Xeon of
+    // docs/benchmarks.md section 23: 3 us, where blocks in a row take 1.1 us), so blocks
+    // are timed as a GEMM runs them, kAmxRun in a row (1.5 us a block there).
+    constexpr int kAmxRun = 8;
+    t.dots_ns = t.widen_ns = t.amx_ns = 1e300;
     for (int run = 0; run < kRuns; ++run) {
       const auto t0 = Clock::now();
-      TileDot<kRows>(kPairs, xr.data(), kPairs, w.data(), pstride, out.data(), 2 * kPanelRows,
+      TileDot<kRows>(kPairs, xr.get(), kPairs, w.get(), pstride, out.get(), 2 * kPanelRows,
                      2 * kPanelRows, nullptr, false);
       const auto t1 = Clock::now();
-      TileWiden<kRows>(2 * kPairs, x.data(), 2 * kPairs, w.data(), pstride, out.data(),
-                       2 * kPanelRows, 2 * kPanelRows, nullptr, false);
+      TileWiden<kRows>(2 * kPairs, x.get(), 2 * kPairs, w.get(), pstride, out.get(), 2 * kPanelRows,
+                       2 * kPanelRows, nullptr, false);
       const auto t2 = Clock::now();
+      for (int block = 0; amx && block < kAmxRun; ++block) {
+        AmxPanelPairBlock(kRows, kPairs, xr.get(), 2 * kPairs, w.get(), pstride, out.get(),
+                          2 * kPanelRows, 2 * kPanelRows, nullptr, false);
+      }
+      const auto t3 = Clock::now();
       t.dots_ns = std::min(t.dots_ns, nanoseconds(t0, t1));
       t.widen_ns = std::min(t.widen_ns, nanoseconds(t1, t2));
+      t.amx_ns = std::min(t.amx_ns, nanoseconds(t2, t3) / kAmxRun);
     }
+    if (!amx) t.amx_ns = 0;
     return t;
   }();
   return timing;
 }
 
-bool CpuBf16DotsEnabled() {
-  static const bool enabled = [] {
+Bf16Products CpuBf16Products() {
+  static const Bf16Products products = [] {
     const char* env = std::getenv("ORCA_CPU_BF16_DOTS");
-    if (!CpuHasBf16Dots() || (env != nullptr && std::strcmp(env, "0") == 0)) return false;
-    if (env != nullptr && std::strcmp(env, "1") == 0) return true;
+    if (!CpuHasBf16Dots() || CpuMaxSimdLevel() != SimdLevel::kAvx512 ||
+        (env != nullptr && std::strcmp(env, "0") == 0)) {
+      return Bf16Products::kOff;
+    }
+    if (CpuHasAmxBf16()) return Bf16Products::kAmx;
+    if (env != nullptr && std::strcmp(env, "1") == 0) return Bf16Products::kDots;
     const Bf16DotsTiming& t = CpuBf16DotsTiming();
-    return t.dots_ns * 1.1 <= t.widen_ns;
+    return t.dots_ns * 1.1 <= t.widen_ns ? Bf16Products::kDots : Bf16Products::kOff;
   }();
-  return enabled;
+  return products;
+}
+
+const char* Bf16ProductsName(Bf16Products products) {
+  switch (products) {
+    case Bf16Products::kAuto:
+      return "auto";
+    case Bf16Products::kDots:
+      return "vdpbf16ps";
+    case Bf16Products::kAmx:
+      return "amx";
+    case Bf16Products::kOff:
+      break;
+  }
+  return "off";
+}
+
+bool CpuBf16DotsEnabled() { return CpuBf16Products() != Bf16Products::kOff; }
+
+Bf16Products PackedGemmBf16Products(int m, SimdLevel level, Bf16Products products) {
+  if (m < kPackedBf16DotMinRows || std::min(level, CpuMaxSimdLevel()) != SimdLevel::kAvx512) {
+    return Bf16Products::kOff;
+  }
+  switch (products) {
+    case Bf16Products::kAuto:
+      return CpuBf16Products();
+    case Bf16Products::kDots:
+      return CpuHasBf16Dots() ? products : Bf16Products::kOff;
+    case Bf16Products::kAmx:
+      return CpuHasAmxBf16() ? products : Bf16Products::kOff;
+    case Bf16Products::kOff:
+      break;
+  }
+  return Bf16Products::kOff;
 }
 
 bool PackedGemmBf16RoundsActivations(int m, SimdLevel level, Bf16Products products) {
-  const bool dots = products == Bf16Products::kAuto
-                        ? CpuBf16DotsEnabled()
-                        : products == Bf16Products::kOn && CpuHasBf16Dots();
-  return m >= kPackedBf16DotMinRows && std::min(level, CpuMaxSimdLevel()) == SimdLevel::kAvx512 &&
-         dots;
+  return PackedGemmBf16Products(m, level, products) != Bf16Products::kOff;
 }
 
 int64_t PackedWeightBf16Elements(int64_t n, int64_t k) { return PackedRows(n) * 2 * Pairs(k); }
@@ -321,11 +459,13 @@ void PackedGemmBf16(int m, int n, int k, const float* x, int64_t ldx, const uint
                     SimdLevel level, Bf16Products products) {
   if (m <= 0 || n <= 0) return;
   level = std::min(level, CpuMaxSimdLevel());
-  Operands a{m, k, x, ldx, {}, packed, bias, out, ldo};
-  if (PackedGemmBf16RoundsActivations(m, level, products) && k > 0) {
-    const int64_t row = 2 * Pairs(k);
-    a.rounded.assign(static_cast<size_t>(m * row), 0);  // an odd k's pad stays zero
-    for (int r = 0; r < m; ++r) RoundToBf16(x + r * ldx, k, a.rounded.data() + r * row);
+  Operands a{m,      k,    x,   ldx, PackedGemmBf16Products(m, level, products), {}, 0,
+             packed, bias, out, ldo};
+  if (k == 0) a.products = Bf16Products::kOff;
+  if (a.products != Bf16Products::kOff) RoundRows(a, parallel_for);
+  if (a.products == Bf16Products::kAmx) {
+    AmxGemm(a, n, parallel_for);
+    return;
   }
   packed_internal::ForEachPanelPairBlock(
       n, k, parallel_for,

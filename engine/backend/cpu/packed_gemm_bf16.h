@@ -12,20 +12,21 @@
 //
 // The arithmetic depends on the rows, as for the row-major bfloat16 weights
 // (onednn_gemm.h):
-//  - from kPackedBf16DotMinRows rows, where the CPU has AVX512_BF16 and its bfloat16
-//    products outrun the float32 FMAs below (CpuBf16DotsEnabled): x rounded to bfloat16
-//    (nearest even) and multiplied by vdpbf16ps, float32 sums (an output's error about
-//    1e-3 of its magnitude at most; 2-3e-4 typical). Those GEMMs are bound by
-//    arithmetic: on a Zen 4 the bfloat16 products ran at twice the FMAs' rate, on an
-//    Emerald Rapids Xeon at 0.6 of it, so the process times both tiles once and takes
-//    the products only where they are at least 10 % faster.
+//  - from kPackedBf16DotMinRows rows, where the CPU multiplies bfloat16 pairs faster than
+//    the float32 FMAs below (CpuBf16Products): x rounded to bfloat16 (nearest even) and
+//    multiplied pair by pair into float32 sums, by AMX tiles where the process runs them
+//    (packed_gemm_amx.h: the panels are their weight operand as they lie) or else by
+//    vdpbf16ps (AVX512_BF16); an output's error about 1e-3 of its magnitude at most,
+//    2-3e-4 typical. vdpbf16ps ran at twice the FMAs' rate on a Zen 4, at 0.6 of it on
+//    an Emerald Rapids Xeon, so the process times both tiles once and takes vdpbf16ps
+//    only where it is at least 10 % faster.
 //  - otherwise: each weight widened in registers and float32 FMAs with x as it is (the
 //    float32 product of the bfloat16 weights, exact up to the sums' rounding).
-// Paths by SimdLevel: AVX-512 (tiles of up to 8 rows by 32 columns), AVX2+FMA (the
-// widening tile over one panel, up to 4 rows by 16 columns: a column pair's 32-byte load
-// widened by the same shift and mask into two vectors of 8 outputs) and a portable loop.
-// Sums run over c in order (pairwise with the products), in blocks of kPackedKBlock
-// columns.
+// Paths by SimdLevel: AVX-512 (tiles of up to 8 rows by 32 columns; AMX: 32 rows by 32),
+// AVX2+FMA (the widening tile over one panel, up to 4 rows by 16 columns: a column
+// pair's 32-byte load widened by the same shift and mask into two vectors of 8 outputs)
+// and a portable loop. Sums run over c in blocks of kPackedKBlock columns (in order
+// within a block, but on AMX tiles: the hardware's order within 32 columns).
 // Thread-safe; `parallel_for` spreads the panel pairs.
 #pragma once
 
@@ -38,25 +39,41 @@ namespace orca {
 
 inline constexpr int kPackedBf16DotMinRows = 8;
 
-// The bfloat16-product tile's and the widening tile's best time over one 8 x 32 tile of
-// 1024 input columns, in L2, on this core (16 alternating runs each, the first time it
-// is asked; zeros where the CPU lacks AVX512_BF16).
+// The arithmetic of the rows that take bfloat16 products: chosen by the process
+// (kAuto), vdpbf16ps (kDots), AMX tiles (kAmx), or none: float32 FMAs (kOff).
+enum class Bf16Products { kAuto, kDots, kAmx, kOff };
+
+// "auto", "vdpbf16ps", "amx" or "off".
+const char* Bf16ProductsName(Bf16Products products);
+
+// The vdpbf16ps tile's, the AMX block's and the widening tile's best time over 8 rows by
+// a panel pair's 32 columns by 1024 input columns, in L2, on this core (16 alternating
+// runs each, the first time it is asked; zero for what the CPU lacks: all three where it
+// lacks AVX512_BF16).
 struct Bf16DotsTiming {
   double dots_ns = 0;
+  double amx_ns = 0;
   double widen_ns = 0;
 };
 const Bf16DotsTiming& CpuBf16DotsTiming();
 
-// Whether PackedGemmBf16 multiplies bfloat16 products from kPackedBf16DotMinRows rows:
-// where the CPU has AVX512_BF16 and ORCA_CPU_BF16_DOTS is "1", or is unset and
-// CpuBf16DotsTiming() has them at least 10 % faster; never with ORCA_CPU_BF16_DOTS=0.
+// How PackedGemmBf16 multiplies from kPackedBf16DotMinRows rows (never kAuto), where
+// the CPU has AVX512_BF16 and ORCA_CPU_BF16_DOTS is not "0": AMX tiles where the process
+// runs them (CpuHasAmxBf16(): one tile instruction does the work of 256 vdpbf16ps, and
+// the timing above, taken as a server starts, can catch AMX cold or sharing its core),
+// else vdpbf16ps where ORCA_CPU_BF16_DOTS is "1" or CpuBf16DotsTiming() has them at
+// least 10 % faster than widening; kOff otherwise.
+Bf16Products CpuBf16Products();
+
+// CpuBf16Products() != kOff.
 bool CpuBf16DotsEnabled();
 
-// The choice above (kAuto) or one made by the caller (tests, benchmarks): kOn takes
-// the products wherever the CPU has them, kOff never.
-enum class Bf16Products { kAuto, kOn, kOff };
+// How PackedGemmBf16 of m rows at `level` multiplies when asked for `products` (the
+// first case above, or kOff): a forced kDots or kAmx the CPU lacks is kOff.
+Bf16Products PackedGemmBf16Products(int m, SimdLevel level = CpuSimdLevel(),
+                                    Bf16Products products = Bf16Products::kAuto);
 
-// Whether PackedGemmBf16 of m rows at `level` rounds x to bfloat16 (the first case above).
+// PackedGemmBf16Products(m, level, products) != kOff: x rounded to bfloat16.
 bool PackedGemmBf16RoundsActivations(int m, SimdLevel level = CpuSimdLevel(),
                                      Bf16Products products = Bf16Products::kAuto);
 

@@ -8,6 +8,7 @@
 // And a row's sums are the same bit for bit whatever the batch around it.
 #include "engine/backend/cpu/packed_gemm.h"
 
+#include "engine/backend/cpu/packed_gemm_amx.h"
 #include "engine/backend/cpu/packed_gemm_bf16.h"
 
 #include <gtest/gtest.h>
@@ -82,15 +83,16 @@ void CheckShapeBf16(SimdLevel level, Bf16Products products, int m, int n, int k,
   std::vector<float> out(m * ldo, 12345.0f);
   PackedGemmBf16(m, n, k, x.data(), ldx, packed.data(), with_bias ? bias.data() : nullptr,
                  out.data(), ldo, m % 2 ? Serial : Reversed, level, products);
-  const bool rounds = PackedGemmBf16RoundsActivations(m, level, products);
+  const Bf16Products by = PackedGemmBf16Products(m, level, products);
+  const bool rounds = by != Bf16Products::kOff;
   std::vector<float> xr = x;
   if (rounds) {
     for (float& v : xr) v = Bf16ToF32(F32ToBf16(v));
   }
   ExpectMatchesDoubleProduct(m, n, k, xr.data(), ldx, w.data(), with_bias ? bias.data() : nullptr,
                              out.data(), ldo, 12345.0f,
-                             absl::StrCat("bf16 ", SimdLevelName(level), rounds ? " dots" : "",
-                                          " m=", m, " n=", n, " k=", k));
+                             absl::StrCat("bf16 ", SimdLevelName(level), " products ",
+                                          Bf16ProductsName(by), " m=", m, " n=", n, " k=", k));
 }
 
 // float16 panels: against the float64 product of the weights' exact values, and bit for
@@ -265,8 +267,10 @@ TEST(PackedGemmTest, Bf16MatchesADoubleReference) {
   std::mt19937 rng(13);
   const int shapes[][2] = {{1, 1},    {17, 5},   {33, 31},
                            {100, 96}, {64, 768}, {40, 2 * kPackedKBlock + 3}};
-  // Both arithmetics, whichever this CPU's timing chose (kOn is kOff without AVX512_BF16).
-  for (Bf16Products products : {Bf16Products::kOn, Bf16Products::kOff}) {
+  // Every arithmetic, whichever this CPU's timing chose (kDots is kOff without
+  // AVX512_BF16, kAmx without AMX-BF16). m = 40: AMX's two 16-row blocks and a third;
+  // k = 31, 301, 2 * kPackedKBlock + 3: a last AMX step of fewer than 16 pairs.
+  for (Bf16Products products : {Bf16Products::kDots, Bf16Products::kAmx, Bf16Products::kOff}) {
     for (SimdLevel level : LevelsHere()) {
       for (const auto& [n, k] : shapes) {
         for (int m : {1, 2, 5, 7, 8, 9, 13, 16, 17, 40}) {
@@ -276,29 +280,47 @@ TEST(PackedGemmTest, Bf16MatchesADoubleReference) {
         }
       }
     }
-    for (SimdLevel level : LevelsHere()) CheckShapeBf16(level, products, 203, 130, 301, true, rng);
+    for (SimdLevel level : LevelsHere()) {
+      CheckShapeBf16(level, products, 203, 130, 301, true, rng);
+      // AMX in chunks of 96 rows (the last of 12) past every panel pair, three k blocks.
+      CheckShapeBf16(level, products, 300, 70, 2 * kPackedKBlock + 3, true, rng);
+    }
   }
 }
 
-TEST(PackedGemmTest, Bf16ProductsAreTakenOnlyWhereTheyAreFaster) {
+TEST(PackedGemmTest, Bf16ProductsAreAmxTilesOrTakenOnlyWhereTheyAreFaster) {
   const Bf16DotsTiming& t = CpuBf16DotsTiming();
   if (!CpuHasBf16Dots() || CpuMaxSimdLevel() != SimdLevel::kAvx512) {
     EXPECT_EQ(t.dots_ns, 0);
-    EXPECT_FALSE(CpuBf16DotsEnabled());
+    EXPECT_EQ(t.amx_ns, 0);
+    EXPECT_FALSE(CpuHasAmxBf16());
+    EXPECT_EQ(CpuBf16Products(), Bf16Products::kOff);
     return;
   }
   EXPECT_GT(t.dots_ns, 0);
   EXPECT_GT(t.widen_ns, 0);
+  EXPECT_EQ(t.amx_ns > 0, CpuHasAmxBf16());
   if (std::getenv("ORCA_CPU_BF16_DOTS") == nullptr) {
-    EXPECT_EQ(CpuBf16DotsEnabled(), t.dots_ns * 1.1 <= t.widen_ns)
-        << "products " << t.dots_ns << " ns, widening " << t.widen_ns << " ns";
+    if (CpuHasAmxBf16()) {
+      EXPECT_EQ(CpuBf16Products(), Bf16Products::kAmx);
+    } else {
+      EXPECT_EQ(CpuBf16Products(),
+                t.dots_ns * 1.1 <= t.widen_ns ? Bf16Products::kDots : Bf16Products::kOff)
+          << "vdpbf16ps " << t.dots_ns << " ns, widening " << t.widen_ns << " ns";
+    }
   }
-  EXPECT_EQ(PackedGemmBf16RoundsActivations(16, SimdLevel::kAvx512), CpuBf16DotsEnabled());
-  EXPECT_TRUE(PackedGemmBf16RoundsActivations(16, SimdLevel::kAvx512, Bf16Products::kOn));
+  EXPECT_EQ(PackedGemmBf16Products(16, SimdLevel::kAvx512), CpuBf16Products());
+  EXPECT_EQ(PackedGemmBf16Products(16, SimdLevel::kAvx512, Bf16Products::kDots),
+            Bf16Products::kDots);
+  EXPECT_EQ(PackedGemmBf16Products(16, SimdLevel::kAvx512, Bf16Products::kAmx),
+            CpuHasAmxBf16() ? Bf16Products::kAmx : Bf16Products::kOff);
   EXPECT_FALSE(PackedGemmBf16RoundsActivations(16, SimdLevel::kAvx512, Bf16Products::kOff));
-  EXPECT_FALSE(PackedGemmBf16RoundsActivations(7, SimdLevel::kAvx512, Bf16Products::kOn));
-  std::printf("bfloat16 products %.0f ns, widened float32 FMAs %.0f ns a tile: products %s\n",
-              t.dots_ns, t.widen_ns, CpuBf16DotsEnabled() ? "on" : "off");
+  EXPECT_FALSE(PackedGemmBf16RoundsActivations(7, SimdLevel::kAvx512, Bf16Products::kDots));
+  EXPECT_FALSE(PackedGemmBf16RoundsActivations(7, SimdLevel::kAvx512, Bf16Products::kAmx));
+  EXPECT_FALSE(PackedGemmBf16RoundsActivations(16, SimdLevel::kAvx2, Bf16Products::kAmx));
+  std::printf(
+      "vdpbf16ps %.0f ns, AMX %.0f ns, widened float32 FMAs %.0f ns a tile: products by %s\n",
+      t.dots_ns, t.amx_ns, t.widen_ns, Bf16ProductsName(CpuBf16Products()));
 }
 
 TEST(PackedGemmTest, Bf16PacksColumnPairsOfSixteenRowsPaddedWithZeros) {
