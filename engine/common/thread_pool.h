@@ -10,7 +10,7 @@
 // without the lock (a compare-and-swap on the loop's generation and next index): with
 // tasks of a few microseconds two threads contending for a mutex for every index spent
 // a quarter of a GEMM in it (bfloat16 GEMMs of 1-16 rows with their weights in L3
-// 1.05-1.25x faster without; docs/benchmarks.md section 23).
+// 1.04-1.3x faster without; docs/benchmarks.md section 23).
 #pragma once
 
 #include <atomic>

@@ -241,7 +241,7 @@ void AmxBlock(const Operands& a, int r0, int rows, int64_t j0, int cols, int c0,
 // GEMMs 1.6x faster in chunks, docs/benchmarks.md section 23). A task's panel pairs
 // follow one another: with one pair a task (a few microseconds at 16 rows) the tasks'
 // ends, where the pool's atomic counters wait for the tiles' stores, cost a quarter of
-// a GEMM whose weights are in L3 (four pairs: 1.2-1.4x faster there).
+// a GEMM whose weights are in L3 (four pairs: 1.1-1.3x faster there).
 int AmxChunkRows(int k) {
   const int rows = (1 << 20) / (2 * std::max(k, 1));
   return std::max(32, rows / 32 * 32);
