@@ -33,14 +33,16 @@ std::string CpuVersionLines() {
   if (CpuHasBf16Dots()) {
     const Bf16DotsTiming& t = CpuBf16DotsTiming();
     const Bf16Products by = CpuBf16Products();
+    char amx[32] = "";
+    if (CpuHasAmxBf16()) std::snprintf(amx, sizeof(amx), ", AMX %.1f us", t.amx_ns / 1e3);
     char note[240];
     std::snprintf(note, sizeof(note),
-                  "+bf16%s (bfloat16 weights: %s%s; vdpbf16ps %.1f us, AMX %.1f us, widened "
-                  "float32 FMAs %.1f us a tile)",
+                  "+bf16%s (bfloat16 weights: %s%s; vdpbf16ps %.1f us%s, widened float32 FMAs "
+                  "%.1f us a tile)",
                   CpuHasAmxBf16() ? "+amx" : "",
                   by == Bf16Products::kOff ? "widened to float32" : "bfloat16 products by ",
-                  by == Bf16Products::kOff ? "" : Bf16ProductsName(by), t.dots_ns / 1e3,
-                  t.amx_ns / 1e3, t.widen_ns / 1e3);
+                  by == Bf16Products::kOff ? "" : Bf16ProductsName(by), t.dots_ns / 1e3, amx,
+                  t.widen_ns / 1e3);
     cpu += note;
   }
   return cpu + "\nopenblas: " + OpenBlasConfig() + " (kernels: " + OpenBlasCoreName() + ")\n";

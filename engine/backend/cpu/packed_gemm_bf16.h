@@ -48,8 +48,8 @@ const char* Bf16ProductsName(Bf16Products products);
 
 // The vdpbf16ps tile's, the AMX block's and the widening tile's best time over 8 rows by
 // a panel pair's 32 columns by 1024 input columns, in L2, on this core (16 alternating
-// runs each, the first time it is asked; zero for what the CPU lacks: all three where it
-// lacks AVX512_BF16).
+// runs each, the AMX block's a run of 8 in a row, as a GEMM runs them; the first time it
+// is asked; zero for what the CPU lacks: all three where it lacks AVX512_BF16).
 struct Bf16DotsTiming {
   double dots_ns = 0;
   double amx_ns = 0;
