@@ -16,7 +16,8 @@
 // longer contiguous runs would read faster.
 //
 // usage: orca-bench-attention [google benchmark flags]
-//   BM_Attend/<level>/<kv_len>/<q_len>/<head_dim>, level 0 scalar, 1 AVX2, 2 AVX-512;
+//   BM_Attend/<level>/<kv_len>/<q_len>/<head_dim>, level 0 scalar, 1 AVX2, 2 AVX-512,
+//     3 AVX-512 with bfloat16 products allowed (AMX tiles where the process has them);
 //   BM_AttendFromMemory/<level>/<kv_len>/<units>/<head_dim>/<block tokens>;
 //   BM_DecodeHeadsFromMemory/<path>/<kv_len>/<sequence-layer pairs>/<head_dim>/<heads>;
 //   BM_ReadFromMemory/<bytes MB>.
@@ -29,6 +30,7 @@
 #include "bench/engine_sweep/read_probe.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/attention_kernel.h"
+#include "engine/backend/cpu/packed_gemm_amx.h"
 #include "engine/common/dtype.h"
 #include "engine/common/thread_pool.h"
 
@@ -49,11 +51,15 @@ void ScatteredRows(const Fp16* cache, const size_t* blocks, int kv_len, int d, i
 }
 
 void BM_Attend(benchmark::State& state) {
-  const auto level = static_cast<SimdLevel>(state.range(0));
+  // Level 3: AVX-512 with bfloat16 products allowed (AMX tiles for prefill chunks).
+  const bool bf16 = state.range(0) == 3;
+  const auto level = bf16 ? SimdLevel::kAvx512 : static_cast<SimdLevel>(state.range(0));
+  const AttentionProducts products =
+      bf16 ? AttentionProducts::kBf16Allowed : AttentionProducts::kFloat32;
   const int kv_len = static_cast<int>(state.range(1));
   const int q_len = static_cast<int>(state.range(2));
   const int d = static_cast<int>(state.range(3));
-  if (level > CpuMaxSimdLevel()) {
+  if (level > CpuMaxSimdLevel() || (bf16 && !CpuHasAmxBf16())) {
     state.SkipWithError("this CPU lacks the path");
     return;
   }
@@ -75,15 +81,15 @@ void BM_Attend(benchmark::State& state) {
   for (float& v : q) v = u(rng);
   for (auto _ : state) {
     AttendOneHead(d, q_len, kv_len, q.data(), d, krow.data(), vrow.data(), 0.125f, scores.data(),
-                  out.data(), d, level);
+                  out.data(), d, level, products);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(state.iterations() * int64_t{2} * kv_len * d * 2);
-  state.SetLabel(SimdLevelName(level));
+  state.SetLabel(bf16 ? "avx512+amx-bf16" : SimdLevelName(level));
 }
 BENCHMARK(BM_Attend)
     ->ArgsProduct({{0, 1, 2}, {512, 2048}, {1}, {64, 128}})
-    ->ArgsProduct({{1, 2}, {512}, {64, 512}, {64}})
+    ->ArgsProduct({{1, 2, 3}, {512}, {64, 512}, {64}})
     ->Unit(benchmark::kMicrosecond);
 
 ThreadPool& Pool() {

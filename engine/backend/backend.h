@@ -115,6 +115,10 @@ struct AttentionBatch {
   int32_t max_blocks_per_seq = 0;
   int32_t max_query_len = 0;  // host-side hints for launch sizes
   int32_t max_kv_len = 0;
+  // The model's GEMMs multiply bfloat16 weights: a backend may round the queries, keys,
+  // values and softmax probabilities to bfloat16 too (float32 sums) where that is
+  // faster (the CPU's AMX tiles); false keeps attention's products in float32.
+  bool bf16_products = false;
 };
 
 enum class Activation { kSilu, kGeluTanh, kGeluErf };

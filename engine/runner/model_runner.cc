@@ -557,6 +557,8 @@ absl::StatusOr<IterationLogits> ModelRunner::Forward(const IterationPlan& given,
   attn.max_blocks_per_seq = max_blocks;
   attn.max_query_len = max_q;
   attn.max_kv_len = max_kv;
+  // bfloat16 weights: the GEMMs round activations to bfloat16, and attention may too.
+  attn.bf16_products = !weights_->layers.empty() && weights_->layers[0].qkv.dtype == DType::kBF16;
 
   Backend& b = *backend_;
   Tensor x = x_.Rows(0, n);

@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <type_traits>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "engine/backend/cpu/packed_gemm.h"
+#include "engine/backend/cpu/packed_gemm_amx.h"
 #include "engine/backend/cpu/simd.h"
 #include "engine/backend/cpu/vec_exp.h"
 #include "engine/common/dtype.h"
@@ -620,6 +622,136 @@ void AttendByGemm(int d, int q_len, int kv_len, const float* q, int64_t ldq, con
   }
 }
 
+// Sixteen elements of a cached row from c on (those past n zero) as bfloat16 bits:
+// exact for bfloat16 rows, rounded to nearest even from float32 and float16.
+template <typename T>
+ORCA_AVX512_BF16 inline __m256i Bf16Of16(const T* row, int c, int n) {
+  const __m256bh b = _mm512_cvtneps_pbh(LoadPart16(row + c, FirstLanes(std::max(0, n - c))));
+  __m256i bits;
+  std::memcpy(&bits, &b, sizeof(bits));
+  return bits;
+}
+
+// K's rows [0, kv_len) as a bfloat16 weight [keys, d] in packed_gemm_bf16.h's layout
+// (element (j, c) at ((j / 16) * pairs + c / 2) * 32 + (j % 16) * 2 + c % 2, pairs =
+// ceil(d / 2)), `keys` rows of it (kv_len rounded up to 32), the rows and the last pair's
+// odd column past the cache zero: each key's pairs scattered down its panel, 32 bits a pair.
+template <typename T>
+ORCA_AVX512_BF16 void PackKeysBf16(int d, int kv_len, int keys, const T* const* krow,
+                                   uint16_t* kp) {
+  const int pairs = (d + 1) / 2;
+  std::fill(kp, kp + int64_t{keys} * pairs * 2, uint16_t{0});
+  const __m512i lanes =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(kPanelRows));
+  for (int j = 0; j < kv_len; ++j) {
+    uint32_t* dst =
+        reinterpret_cast<uint32_t*>(kp + int64_t{j / kPanelRows} * pairs * 32) + j % kPanelRows;
+    for (int c = 0; c < d; c += 32) {
+      // Pairs c / 2 .. c / 2 + 15: the two halves' bfloat16s, in order, as 16 dwords.
+      const __m512i row = _mm512_inserti64x4(_mm512_castsi256_si512(Bf16Of16(krow[j], c, d)),
+                                             Bf16Of16(krow[j], c + 16, d), 1);
+      const __mmask16 m = FirstLanes(pairs - c / 2);
+      _mm512_mask_i32scatter_epi32(dst + int64_t{c / 2} * kPanelRows, m, lanes, row, 4);
+    }
+  }
+}
+
+// V's rows [0, kv_len) as a bfloat16 weight [d, keys] in the same layout (element (dim
+// c, key j) at ((c / 16) * (keys / 2) + j / 2) * 32 + (c % 16) * 2 + j % 2), `panels`
+// panels (d rounded up to 32, so panels pair up), keys and dims past the cache zero: a
+// key pair's sixteen dims of a panel interleaved into one 64-byte line.
+template <typename T>
+ORCA_AVX512_BF16 void PackValuesBf16(int d, int kv_len, int keys, int panels, const T* const* vrow,
+                                     uint16_t* vp) {
+  const int64_t key_pairs = keys / 2;
+  std::fill(vp, vp + panels * key_pairs * 32, uint16_t{0});
+  for (int j = 0; j < kv_len; j += 2) {
+    for (int p = 0; p * kPanelRows < d; ++p) {
+      const __m512i even = _mm512_cvtepu16_epi32(Bf16Of16(vrow[j], p * kPanelRows, d));
+      const __m512i odd = j + 1 < kv_len
+                              ? _mm512_cvtepu16_epi32(Bf16Of16(vrow[j + 1], p * kPanelRows, d))
+                              : _mm512_setzero_si512();
+      _mm512_storeu_si512(vp + (p * key_pairs + j / 2) * 32,
+                          _mm512_or_si512(even, _mm512_slli_epi32(odd, 16)));
+    }
+  }
+}
+
+// dst[j] = softmax_j(scale * row[j]) for j in [0, n), then zeros in [n, width) (a
+// multiple of 16), as bfloat16 bits; row's first n elements are left as the
+// exponentials. scale > 0 (attention's 1 / sqrt(head_dim)): the scaled maximum is the
+// maximum scaled. One pass fewer than SoftmaxRowAvx512 and RoundToBf16.
+ORCA_AVX512_BF16 void SoftmaxRowToBf16(float* row, int n, int width, float scale, uint16_t* dst) {
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int j = 0; j < n; j += 16) {
+    const __mmask16 m = FirstLanes(std::min(16, n - j));
+    vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, row + j));
+  }
+  const __m512 vscale = _mm512_set1_ps(scale);
+  const __m512 shift = _mm512_set1_ps(-_mm512_reduce_max_ps(vmax) * scale);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int j = 0; j < n; j += 16) {
+    const __mmask16 m = FirstLanes(std::min(16, n - j));
+    const __m512 e = Exp16(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, row + j), vscale, shift));
+    _mm512_mask_storeu_ps(row + j, m, e);
+    vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+  for (int j = 0; j < width; j += 16) {
+    const __mmask16 m = FirstLanes(std::max(0, std::min(16, n - j)));
+    const __m256bh b = _mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, row + j), inv));
+    std::memcpy(dst + j, &b, sizeof(b));
+  }
+}
+
+// AttendByGemm's two GEMMs with bfloat16 products on AMX tiles (packed_gemm_amx.h's
+// panel-pair blocks): q rows, K and V rounded to bfloat16, S = Q K^T in blocks of 32
+// query rows by 32 keys over the keys the block's last row sees, the causal softmax in
+// float32, the probabilities rounded to bfloat16, O = P V a panel pair (32 dims) at a
+// time. Only where CpuHasAmxBf16().
+template <typename T>
+ORCA_AVX512_BF16 void AttendByAmx(int d, int q_len, int kv_len, const float* q, int64_t ldq,
+                                  const T* const* krow, const T* const* vrow, float scale,
+                                  float* out, int64_t ldo) {
+  constexpr int kRowBlock = 32;
+  const int pairs = (d + 1) / 2;
+  const int ldqr = static_cast<int>(packed_internal::AmxPairs(pairs)) * 2;
+  const int keys = (kv_len + 31) / 32 * 32;  // also P's row stride
+  const int panels = (d + 31) / 32 * 2;
+  thread_local std::vector<uint16_t> kp, vp, qr, pr;
+  thread_local std::vector<float> s;
+  kp.resize(static_cast<size_t>(keys) * pairs * 2);
+  vp.resize(static_cast<size_t>(panels) * keys * 16);
+  qr.assign(static_cast<size_t>(kRowBlock) * ldqr, 0);  // rows and pairs past q: zero
+  pr.assign(static_cast<size_t>(kRowBlock) * keys, 0);
+  s.resize(static_cast<size_t>(kRowBlock) * keys);
+  PackKeysBf16(d, kv_len, keys, krow, kp.data());
+  PackValuesBf16(d, kv_len, keys, panels, vrow, vp.data());
+  const packed_internal::AmxTileScope tiles;
+  for (int r0 = 0; r0 < q_len; r0 += kRowBlock) {
+    const int rows = std::min(kRowBlock, q_len - r0);
+    const int seen = kv_len - q_len + r0 + rows;  // keys the block's last row attends to
+    const int width = (seen + 31) / 32 * 32;
+    for (int i = 0; i < rows; ++i) RoundToBf16(q + (r0 + i) * ldq, d, qr.data() + i * ldqr);
+    for (int c0 = 0; c0 < seen; c0 += 32) {
+      packed_internal::AmxPanelPairBlockInScope(
+          rows, pairs, qr.data(), ldqr, kp.data() + int64_t{c0 / kPanelRows} * pairs * 32,
+          int64_t{pairs} * 32, s.data() + c0, keys, std::min(32, seen - c0), nullptr, false);
+    }
+    for (int i = 0; i < rows; ++i) {
+      SoftmaxRowToBf16(s.data() + int64_t{i} * keys, seen - rows + i + 1, width, scale,
+                       pr.data() + int64_t{i} * keys);
+    }
+    for (int p = 0; p * kPanelRows < d; p += 2) {
+      packed_internal::AmxPanelPairBlockInScope(
+          rows, (seen + 1) / 2, pr.data(), keys, vp.data() + int64_t{p} * keys * 16,
+          int64_t{keys} * 16, out + int64_t{r0} * ldo + p * kPanelRows, ldo,
+          std::min(32, d - p * kPanelRows), nullptr, false);
+    }
+  }
+}
+
 }  // namespace
 
 namespace internal {
@@ -634,10 +766,13 @@ void StoreKvRowPortable(const float* src, int n, T* dst) {
 template <typename T>
 void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
                    const T* const* krow, const T* const* vrow, float scale, float* scores,
-                   float* out, int64_t ldo, SimdLevel level) {
+                   float* out, int64_t ldo, SimdLevel level, AttentionProducts products) {
   level = std::min(level, CpuMaxSimdLevel());
   if (level == SimdLevel::kAvx512 && q_len >= kGemmAttentionMinRows &&
       int64_t{q_len} * kv_len <= kGemmAttentionMaxScores) {
+    if (products == AttentionProducts::kBf16Allowed && CpuHasAmxBf16()) {
+      return AttendByAmx(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, out, ldo);
+    }
     return AttendByGemm(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, out, ldo);
   }
   switch (level) {
@@ -683,11 +818,12 @@ void StoreKvRow(const float* src, int n, T* dst) {
   internal::StoreKvRowPortable(src, n, dst);
 }
 
-#define ORCA_INSTANTIATE_KV(T)                                                                \
-  template void AttendOneHead<T>(int, int, int, const float*, int64_t, const T* const*,       \
-                                 const T* const*, float, float*, float*, int64_t, SimdLevel); \
-  template void AttendDecodeHeads<T>(const DecodeHeads<T>&, float*, SimdLevel);               \
-  template void StoreKvRow<T>(const float*, int, T*);                                         \
+#define ORCA_INSTANTIATE_KV(T)                                                               \
+  template void AttendOneHead<T>(int, int, int, const float*, int64_t, const T* const*,      \
+                                 const T* const*, float, float*, float*, int64_t, SimdLevel, \
+                                 AttentionProducts);                                         \
+  template void AttendDecodeHeads<T>(const DecodeHeads<T>&, float*, SimdLevel);              \
+  template void StoreKvRow<T>(const float*, int, T*);                                        \
   template void internal::StoreKvRowPortable<T>(const float*, int, T*);
 ORCA_INSTANTIATE_KV(float)
 ORCA_INSTANTIATE_KV(Fp16)

@@ -12,7 +12,8 @@
 // compiler, which would have to reorder a float sum; left scalar it made attention the largest cost
 // of a long prefill.) Prefill chunks of kGemmAttentionMinRows query rows or more run on
 // AVX-512 as two packed GEMMs instead (below): 1.9-2.1x the row-at-a-time kernel at
-// 64-512 rows over 512 keys (docs/benchmarks.md section 15).
+// 64-512 rows over 512 keys (docs/benchmarks.md section 15); on AMX tiles in bfloat16
+// where AttentionProducts allows it.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,15 @@ namespace orca {
 inline constexpr int kGemmAttentionMinRows = 16;
 inline constexpr int64_t kGemmAttentionMaxScores = int64_t{4} << 20;
 
+// What AttendOneHead may round: kFloat32 multiplies float32 queries by the cached keys
+// and values widened exactly; kBf16Allowed (models whose GEMMs run bfloat16 products,
+// AttentionBatch::bf16_products) lets a prefill chunk that takes the GEMM path run on AMX
+// tiles where the process has them (CpuHasAmxBf16): queries, keys, values and the
+// softmax's probabilities rounded to bfloat16 (nearest even), scores, softmax and sums in
+// float32; each output then within about 2^-8 of the sum of its probabilities times
+// |v| plus the scores' rounding error (the tests' bound).
+enum class AttentionProducts { kFloat32, kBf16Allowed };
+
 // For query row i in [0, q_len), at position p = kv_len - q_len + i, writes
 //   out[i] = softmax_j(scale * q[i] . k[j]) weighted sum of v[j], j in [0, p]
 // (causal). q rows have stride ldq and out rows ldo; krow[j] and vrow[j] point to the
@@ -38,7 +48,8 @@ inline constexpr int64_t kGemmAttentionMaxScores = int64_t{4} << 20;
 template <typename T>
 void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t ldq,
                    const T* const* krow, const T* const* vrow, float scale, float* scores,
-                   float* out, int64_t ldo, SimdLevel level = CpuSimdLevel());
+                   float* out, int64_t ldo, SimdLevel level = CpuSimdLevel(),
+                   AttentionProducts products = AttentionProducts::kFloat32);
 
 // One decode step's attention for the heads of one sequence (one query row each), read
 // in the cache's block order: the paged cache holds a block's rows of every kv head one

@@ -21,6 +21,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/activation_kernel.h"
 #include "engine/backend/cpu/attention_kernel.h"
+#include "engine/backend/cpu/norm_kernel.h"
 #include "engine/backend/cpu/onednn_gemm.h"
 #include "engine/backend/cpu/packed_gemm.h"
 #include "engine/backend/cpu/packed_gemm_bf16.h"
@@ -55,19 +56,6 @@ class HostBuffer : public DeviceBuffer {
   void* data_;
   size_t bytes_;
 };
-
-// The sum of term(x[j], arg) over j in [0, n), in double, over eight interleaved partial
-// sums (independent adds the CPU overlaps), added pairwise at the end.
-template <typename Term>
-double SumOf(const float* x, int64_t n, Term term, double arg = 0) {
-  double part[8] = {};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    for (int l = 0; l < 8; ++l) part[l] += term(x[j + l], arg);
-  }
-  for (; j < n; ++j) part[j % 8] += term(x[j], arg);
-  return ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
-}
 
 class CpuBackend : public Backend {
  public:
@@ -261,8 +249,7 @@ class CpuBackend : public Backend {
     for (int64_t i = 0; i < n; ++i) a[i] += b[i];
   }
 
-  // Rows in parallel; each row's sums in double over eight interleaved partial sums (a
-  // single running sum waits on each add: about 1 us a 768-wide row). The fused forms
+  // Rows in parallel, each by NormRow (sums in float64 on SIMD lanes). The fused forms
   // add a row's delta and normalize it while it is in L1.
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) override {
     NormRows(x, nullptr, weight, nullptr, eps, out);
@@ -290,17 +277,8 @@ class CpuBackend : public Backend {
     for (int64_t t = 0; t < x.rows; ++t) max_pos = std::max(max_pos, positions[t]);
     const float* table = RopeTableFor(theta, head_dim, max_pos);
     ParallelFor(x.rows, x.rows * num_heads * head_dim * 4, [&](int64_t t) {
-      const float* cos_v = table + int64_t{std::max(positions[t], 0)} * 2 * half;
-      const float* sin_v = cos_v + half;
-      float* row = x.f32() + t * x.ld();
-      for (int32_t h = 0; h < num_heads; ++h) {
-        float* v = row + int64_t{h} * head_dim;
-        for (int32_t i = 0; i < half; ++i) {
-          float a = v[i], b = v[i + half];
-          v[i] = a * cos_v[i] - b * sin_v[i];
-          v[i + half] = b * cos_v[i] + a * sin_v[i];
-        }
-      }
+      RopeRow(x.f32() + t * x.ld(), num_heads, head_dim,
+              table + int64_t{std::max(positions[t], 0)} * 2 * half);
     });
   }
 
@@ -360,7 +338,9 @@ class CpuBackend : public Backend {
     const int32_t d = shape.head_dim;
     T* kc = static_cast<T*>(k_cache.data);
     T* vc = static_cast<T*>(v_cache.data);
-    for (int64_t t = 0; t < k.rows; ++t) {
+    // Tokens in parallel: each has its own slot (a prefill's 8,192 rows took 0.08 s on
+    // one thread; docs/benchmarks.md section 24).
+    ParallelFor(k.rows, k.rows * shape.num_kv_heads * d * 8, [&](int64_t t) {
       const float* kt = k.f32() + t * k.ld();
       const float* vt = v.f32() + t * v.ld();
       for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
@@ -368,7 +348,7 @@ class CpuBackend : public Backend {
         StoreKvRow(kt + int64_t{h} * d, d, kc + at);
         StoreKvRow(vt + int64_t{h} * d, d, vc + at);
       }
-    }
+    });
   }
 
   // A decode iteration (one query row per sequence): one task per sequence and run of
@@ -443,6 +423,8 @@ class CpuBackend : public Backend {
     const int32_t tasks_per_seq = num_heads / heads_per_task;
     const T* kc = static_cast<const T*>(k_cache.data);
     const T* vc = static_cast<const T*>(v_cache.data);
+    const AttentionProducts products =
+        batch.bf16_products ? AttentionProducts::kBf16Allowed : AttentionProducts::kFloat32;
     // Work estimate: every query row reads at most max_kv_len keys and values.
     const int64_t work = q.rows * int64_t{num_heads} * batch.max_kv_len * d * 4;
     ParallelFor(int64_t{batch.num_seqs} * tasks_per_seq, work, [&](int64_t task) {
@@ -477,7 +459,8 @@ class CpuBackend : public Backend {
       for (int32_t h = first_head; h < first_head + heads_per_task; ++h) {
         AttendOneHead(d, q_len, kv_len, q.f32() + int64_t{q_begin} * q.ld() + int64_t{h} * d,
                       q.ld(), krow, vrow, scale, scores.data(),
-                      out.f32() + int64_t{q_begin} * out.cols + int64_t{h} * d, out.cols);
+                      out.f32() + int64_t{q_begin} * out.cols + int64_t{h} * d, out.cols,
+                      CpuSimdLevel(), products);
       }
     });
   }
@@ -559,26 +542,8 @@ class CpuBackend : public Backend {
                 float eps, Tensor out) {
     const int64_t h = x.cols;
     ParallelFor(x.rows, x.rows * h * 8, [&](int64_t r) {
-      float* in = x.f32() + r * h;
-      float* o = out.f32() + r * h;
-      if (delta != nullptr) {
-        const float* d = delta->f32() + r * h;
-        for (int64_t j = 0; j < h; ++j) in[j] += d[j];
-      }
-      const float* w = weight.f32();
-      if (bias == nullptr) {
-        const double ss = SumOf(in, h, [](float v, double) { return double(v) * v; });
-        const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(h) + eps));
-        for (int64_t j = 0; j < h; ++j) o[j] = in[j] * inv * w[j];
-        return;
-      }
-      const double mean = SumOf(in, h, [](float v, double) { return double(v); }) / double(h);
-      const auto squared_deviation = [](float v, double m) { return (v - m) * (v - m); };
-      const double var = SumOf(in, h, squared_deviation, mean) / double(h);
-      const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
-      const float m = static_cast<float>(mean);
-      const float* b = bias->f32();
-      for (int64_t j = 0; j < h; ++j) o[j] = (in[j] - m) * inv * w[j] + b[j];
+      NormRow(x.f32() + r * h, delta != nullptr ? delta->f32() + r * h : nullptr, weight.f32(),
+              bias != nullptr ? bias->f32() : nullptr, eps, h, out.f32() + r * h);
     });
   }
 

@@ -129,9 +129,30 @@ ORCA_AMX void Emit(const float* sums, int rows, float* out, int64_t ldo, int col
 
 }  // namespace
 
-ORCA_AMX void AmxPanelPairBlock(int m, int pairs, const uint16_t* xr, int64_t ldxr,
-                                const uint16_t* w, int64_t pstride, float* out, int64_t ldo,
-                                int cols, const float* bias, bool accumulate) {
+namespace {
+ORCA_AMX void LoadTiles() {
+  MemoryFence();
+  _tile_loadconfig(&Config());
+}
+ORCA_AMX void ReleaseTiles() {
+  MemoryFence();
+  _tile_release();
+}
+}  // namespace
+
+AmxTileScope::AmxTileScope() { LoadTiles(); }
+AmxTileScope::~AmxTileScope() { ReleaseTiles(); }
+
+void AmxPanelPairBlock(int m, int pairs, const uint16_t* xr, int64_t ldxr, const uint16_t* w,
+                       int64_t pstride, float* out, int64_t ldo, int cols, const float* bias,
+                       bool accumulate) {
+  const AmxTileScope tiles;
+  AmxPanelPairBlockInScope(m, pairs, xr, ldxr, w, pstride, out, ldo, cols, bias, accumulate);
+}
+
+ORCA_AMX void AmxPanelPairBlockInScope(int m, int pairs, const uint16_t* xr, int64_t ldxr,
+                                       const uint16_t* w, int64_t pstride, float* out, int64_t ldo,
+                                       int cols, const float* bias, bool accumulate) {
   const int full = pairs / kStepPairs, tail = pairs % kStepPairs;
   // A last step of fewer than 16 pairs takes the weights from zero-padded copies: the
   // panel's next pairs are another panel's, or past the weights' end. x is padded.
@@ -146,7 +167,6 @@ ORCA_AMX void AmxPanelPairBlock(int m, int pairs, const uint16_t* xr, int64_t ld
   }
   alignas(64) float sums[2][16 * 32];
   MemoryFence();
-  _tile_loadconfig(&Config());
   for (int r = 0; r < m; r += 32) {
     const bool two = m - r > 16;
     const uint16_t* x = xr + r * ldxr;
@@ -186,7 +206,6 @@ ORCA_AMX void AmxPanelPairBlock(int m, int pairs, const uint16_t* xr, int64_t ld
     if (two && !direct1) Emit(sums[1], std::min(16, m - r - 16), out1, ldo, cols, bias, accumulate);
     MemoryFence();
   }
-  _tile_release();
 }
 
 }  // namespace packed_internal

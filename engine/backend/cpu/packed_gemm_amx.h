@@ -1,5 +1,6 @@
 // bfloat16 products on AMX tiles (AMX-TILE and AMX-BF16: Intel Xeons since Sapphire
-// Rapids) over PackedGemmBf16's panels (packed_gemm_bf16.h). Internal to that file.
+// Rapids) over PackedGemmBf16's panels (packed_gemm_bf16.h). Internal to that file and
+// to attention_kernel.cc's bfloat16 prefill attention.
 //
 // A panel's k-pair-major layout is the weight operand tdpbf16ps takes: sixteen input
 // column pairs of a panel, 16 x 64 bytes, are one tile as they lie. A block multiplies
@@ -9,9 +10,9 @@
 // The sums' order within a step is the hardware's; each output's error is that of the
 // bfloat16 products (x rounded to nearest even, float32 sums).
 //
-// Tile state is per thread: every block loads the configuration it needs and releases
-// the tiles when it ends, so nothing else on the thread (oneDNN's own AMX kernels) can
-// find it changed.
+// Tile state is per thread: a block (or an AmxTileScope around many) loads the
+// configuration it needs and releases the tiles when it ends, so nothing else on the
+// thread (oneDNN's own AMX kernels) can find it changed.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,24 @@ inline int64_t AmxPairs(int64_t kp) { return (kp + 15) / 16 * 16; }
 void AmxPanelPairBlock(int m, int pairs, const uint16_t* xr, int64_t ldxr, const uint16_t* w,
                        int64_t pstride, float* out, int64_t ldo, int cols, const float* bias,
                        bool accumulate);
+
+// The tile configuration AmxPanelPairBlock loads, held for a scope: loaded on
+// construction, the tiles released on destruction. Loading it costs about as much as a
+// 32 x 32 x 64 block's products, so callers of many small blocks (a prefill chunk's
+// attention) load it once and call AmxPanelPairBlockInScope. Only where CpuHasAmxBf16();
+// nothing else on the thread may use tiles inside the scope.
+class AmxTileScope {
+ public:
+  AmxTileScope();
+  ~AmxTileScope();
+  AmxTileScope(const AmxTileScope&) = delete;
+  AmxTileScope& operator=(const AmxTileScope&) = delete;
+};
+
+// AmxPanelPairBlock inside an AmxTileScope of the calling thread.
+void AmxPanelPairBlockInScope(int m, int pairs, const uint16_t* xr, int64_t ldxr, const uint16_t* w,
+                              int64_t pstride, float* out, int64_t ldo, int cols, const float* bias,
+                              bool accumulate);
 
 }  // namespace packed_internal
 }  // namespace orca

@@ -23,7 +23,9 @@ namespace {
 
 using packed_internal::AmxPairs;
 using packed_internal::AmxPanelPairBlock;
+using packed_internal::AmxPanelPairBlockInScope;
 using packed_internal::AmxRows;
+using packed_internal::AmxTileScope;
 using packed_internal::kAvx512MaxRows;
 using packed_internal::kPanelPair;
 using packed_internal::PackedRows;
@@ -221,16 +223,17 @@ struct Operands {
   const float* bias;
   float* out;
   int64_t ldo;
+  int rounded_first = 0, rounded_capacity = 0;  // x's row in rounded's first; rows allocated
 };
 
 // Rows [r0, r0 + rows) (r0 a multiple of 16) against one panel pair's columns [j0, j0 +
-// cols) over input columns [c0, c0 + kc), on AMX tiles.
+// cols) over input columns [c0, c0 + kc), on AMX tiles, inside an AmxTileScope.
 void AmxBlock(const Operands& a, int r0, int rows, int64_t j0, int cols, int c0, int kc) {
   const int64_t kp = Pairs(a.k), ldxr = 2 * a.rounded_pairs;
   const float* b = c0 + kc >= a.k && a.bias != nullptr ? a.bias + j0 : nullptr;
-  AmxPanelPairBlock(rows, (kc + 1) / 2, a.rounded.get() + r0 * ldxr + c0, ldxr,
-                    a.packed + j0 * 2 * kp + int64_t{c0} / 2 * kPairElements, kp * kPairElements,
-                    a.out + r0 * a.ldo + j0, a.ldo, cols, b, c0 > 0);
+  AmxPanelPairBlockInScope(rows, (kc + 1) / 2, a.rounded.get() + (r0 - a.rounded_first) * ldxr + c0,
+                           ldxr, a.packed + j0 * 2 * kp + int64_t{c0} / 2 * kPairElements,
+                           kp * kPairElements, a.out + r0 * a.ldo + j0, a.ldo, cols, b, c0 > 0);
 }
 
 // AMX GEMMs run as tasks of a chunk of rows (all of them in a decode) by
@@ -293,20 +296,25 @@ void PanelPairBlock(SimdLevel level, const Operands& a, int64_t j0, int cols, in
   }
 }
 
-// a.rounded = x's rows rounded to bfloat16, a.rounded_pairs pairs a row (AMX: whole steps
-// of 16 pairs, AmxRows(m) rows), zeros past k and past m; 16 rows a task.
-void RoundRows(Operands& a, const ParallelForFn& parallel_for) {
+// a.rounded = x's rows [first, first + count) rounded to bfloat16, a.rounded_pairs pairs
+// a row (AMX: whole steps of 16 pairs, AmxRows(count) rows), zeros past k and past
+// count; 16 rows a task. The buffer is allocated on the first call, for its rows.
+void RoundRows(Operands& a, int first, int count, const ParallelForFn& parallel_for) {
   const bool amx = a.products == Bf16Products::kAmx;
   a.rounded_pairs = amx ? AmxPairs(Pairs(a.k)) : Pairs(a.k);
   const int64_t ldxr = 2 * a.rounded_pairs;
-  const int rows = amx ? AmxRows(a.m) : a.m;
-  a.rounded = AlignedArray<uint16_t>(static_cast<size_t>(rows * ldxr));
+  const int rows = amx ? AmxRows(count) : count;
+  if (rows > a.rounded_capacity) {
+    a.rounded = AlignedArray<uint16_t>(static_cast<size_t>(rows * ldxr));
+    a.rounded_capacity = rows;
+  }
+  a.rounded_first = first;
   const auto round = [&](int64_t task) {
     const int end = static_cast<int>(std::min<int64_t>(rows, 16 * task + 16));
     for (int r = static_cast<int>(16 * task); r < end; ++r) {
       uint16_t* dst = a.rounded.get() + r * ldxr;
-      if (r < a.m) RoundToBf16(a.x + r * a.ldx, a.k, dst);
-      std::fill(dst + (r < a.m ? a.k : 0), dst + ldxr, uint16_t{0});
+      if (r < count) RoundToBf16(a.x + (first + r) * a.ldx, a.k, dst);
+      std::fill(dst + (r < count ? a.k : 0), dst + ldxr, uint16_t{0});
     }
   };
   const int64_t tasks = (rows + 15) / 16;
@@ -318,21 +326,27 @@ void RoundRows(Operands& a, const ParallelForFn& parallel_for) {
 }
 
 // The GEMM on AMX tiles: tasks of a chunk of rows by kAmxPairsPerTask panel pairs.
-void AmxGemm(const Operands& a, int n, const ParallelForFn& parallel_for) {
+// Each chunk's rows are rounded just before its tasks run, so the tiles read them from
+// the caches the rounding wrote them to rather than after a round trip through memory.
+void AmxGemm(Operands& a, int n, const ParallelForFn& parallel_for) {
   const int chunk = std::min(AmxChunkRows(a.k), AmxRows(a.m));
-  const int64_t chunks = (a.m + chunk - 1) / chunk, pairs = (n + kPanelPair - 1) / kPanelPair;
+  const int64_t pairs = (n + kPanelPair - 1) / kPanelPair;
   const int64_t groups = (pairs + kAmxPairsPerTask - 1) / kAmxPairsPerTask;
-  parallel_for(chunks * groups, [&](int64_t task) {
-    const int r0 = static_cast<int>(task / groups) * chunk;
-    const int64_t q0 = task % groups * kAmxPairsPerTask;
-    for (int64_t q = q0; q < std::min(pairs, q0 + kAmxPairsPerTask); ++q) {
-      const int64_t j0 = q * kPanelPair;
-      const int cols = static_cast<int>(std::min<int64_t>(kPanelPair, n - j0));
-      for (int c0 = 0; c0 < a.k; c0 += kPackedKBlock) {
-        AmxBlock(a, r0, std::min(chunk, a.m - r0), j0, cols, c0, std::min(kPackedKBlock, a.k - c0));
+  for (int r0 = 0; r0 < a.m; r0 += chunk) {
+    const int rows = std::min(chunk, a.m - r0);
+    RoundRows(a, r0, rows, parallel_for);
+    parallel_for(groups, [&](int64_t group) {
+      const AmxTileScope tiles;  // one configuration load for the task's blocks
+      const int64_t q0 = group * kAmxPairsPerTask;
+      for (int64_t q = q0; q < std::min(pairs, q0 + kAmxPairsPerTask); ++q) {
+        const int64_t j0 = q * kPanelPair;
+        const int cols = static_cast<int>(std::min<int64_t>(kPanelPair, n - j0));
+        for (int c0 = 0; c0 < a.k; c0 += kPackedKBlock) {
+          AmxBlock(a, r0, rows, j0, cols, c0, std::min(kPackedKBlock, a.k - c0));
+        }
       }
-    }
-  });
+    });
+  }
 }
 
 }  // namespace
@@ -462,7 +476,7 @@ void PackedGemmBf16(int m, int n, int k, const float* x, int64_t ldx, const uint
   Operands a{m,      k,    x,   ldx, PackedGemmBf16Products(m, level, products), {}, 0,
              packed, bias, out, ldo};
   if (k == 0) a.products = Bf16Products::kOff;
-  if (a.products != Bf16Products::kOff) RoundRows(a, parallel_for);
+  if (a.products == Bf16Products::kDots) RoundRows(a, 0, m, parallel_for);
   if (a.products == Bf16Products::kAmx) {
     AmxGemm(a, n, parallel_for);
     return;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/cpu/packed_gemm_amx.h"
 #include "engine/common/dtype.h"
 
 namespace orca {
@@ -28,14 +29,24 @@ float Narrow(float x, float*) { return x; }
 Fp16 Narrow(float x, Fp16*) { return Fp16{F32ToF16(x)}; }
 Bf16 Narrow(float x, Bf16*) { return Bf16{F32ToBf16(x)}; }
 
+// kBf16Allowed: the bound bfloat16 rounding allows. Queries and keys rounded (unit
+// roundoff u = 2^-8 each) move a score by at most ds = scale * 2.01 u * sum_c |q_c k_c|;
+// that moves each probability by a factor within exp(+-2 max ds), the probabilities'
+// and values' own rounding by u each: |out - ref| <= sum_j p_j |v_j| (2.2 max ds + 2.2 u),
+// plus float32 sums.
+constexpr double kBf16Unit = 1.0 / 256;
+
 template <typename T>
-void CheckAgainstDoubleReference(SimdLevel level) {
+void CheckAgainstDoubleReference(SimdLevel level,
+                                 AttentionProducts products = AttentionProducts::kFloat32) {
+  const bool bf16 = products == AttentionProducts::kBf16Allowed;
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
   for (int d : {8, 12, 16, 64, 72, 80, 128, 136, 256}) {
     // 40 and 130 rows: the GEMM path on AVX-512 (kGemmAttentionMinRows), 130 in three
     // blocks of score rows, the last partial.
-    for (int q_len : {1, 5, 40, 130}) {
+    // (16 and 33 with bfloat16 products: the AMX path's 32-row blocks, whole and not.)
+    for (int q_len : bf16 ? std::vector<int>{16, 33, 40, 130} : std::vector<int>{1, 5, 40, 130}) {
       for (int kv_len : {q_len, q_len + 3, q_len + 37, q_len + 300}) {
         for (float scale : {0.125f, 30.0f}) {
           const int64_t ldq = d * 3 + 1, ldo = d + 4;
@@ -54,23 +65,32 @@ void CheckAgainstDoubleReference(SimdLevel level) {
           }
           std::vector<float> scores(kv_len), out(q_len * ldo, 777.0f);
           AttendOneHead(d, q_len, kv_len, q.data(), ldq, krow.data(), vrow.data(), scale,
-                        scores.data(), out.data(), ldo, level);
+                        scores.data(), out.data(), ldo, level, products);
           for (int i = 0; i < q_len; ++i) {
             const int n = kv_len - q_len + i + 1;
             std::vector<double> s(n);
-            double mx = -1e300, sum = 0;
+            double mx = -1e300, sum = 0, max_ds = 0;
             for (int j = 0; j < n; ++j) {
-              double dot = 0;
-              for (int c = 0; c < d; ++c) dot += double{q[i * ldq + c]} * Widen(krow[j][c]);
+              double dot = 0, magnitude = 0;
+              for (int c = 0; c < d; ++c) {
+                dot += double{q[i * ldq + c]} * Widen(krow[j][c]);
+                magnitude += std::abs(double{q[i * ldq + c]} * Widen(krow[j][c]));
+              }
               s[j] = dot * scale;
               mx = std::max(mx, s[j]);
+              max_ds = std::max(max_ds, scale * 2.01 * kBf16Unit * magnitude);
             }
             for (int j = 0; j < n; ++j) sum += (s[j] = std::exp(s[j] - mx));
             for (int c = 0; c < d; ++c) {
-              double ref = 0;
-              for (int j = 0; j < n; ++j) ref += s[j] / sum * Widen(vrow[j][c]);
+              double ref = 0, weighted_magnitude = 0;
+              for (int j = 0; j < n; ++j) {
+                ref += s[j] / sum * Widen(vrow[j][c]);
+                weighted_magnitude += s[j] / sum * std::abs(Widen(vrow[j][c]));
+              }
               // Large scores carry float rounding of ~1e-7 x |score| into the weights.
-              ASSERT_NEAR(out[i * ldo + c], ref, scale > 1 ? 2e-4 : 2e-5)
+              const double tol = bf16 ? weighted_magnitude * (2.2 * max_ds + 2.2 * kBf16Unit) + 1e-5
+                                      : (scale > 1 ? 2e-4 : 2e-5);
+              ASSERT_NEAR(out[i * ldo + c], ref, tol)
                   << "d=" << d << " q_len=" << q_len << " kv_len=" << kv_len << " scale=" << scale
                   << " row " << i << " col " << c << " " << SimdLevelName(level);
             }
@@ -102,6 +122,15 @@ TEST(AttentionKernelTest, Float16MatchesADoubleReference) {
 
 TEST(AttentionKernelTest, BFloat16MatchesADoubleReference) {
   for (SimdLevel l : Levels()) CheckAgainstDoubleReference<Bf16>(l);
+}
+
+// Prefill chunks with bfloat16 products allowed run on AMX tiles where the process has
+// them; within the bound of bfloat16 rounding of the double reference.
+TEST(AttentionKernelTest, Bf16ProductsOnAmxMatchADoubleReferenceWithinBf16Rounding) {
+  if (!CpuHasAmxBf16()) GTEST_SKIP() << "no AMX-BF16 tiles here";
+  CheckAgainstDoubleReference<float>(SimdLevel::kAvx512, AttentionProducts::kBf16Allowed);
+  CheckAgainstDoubleReference<Fp16>(SimdLevel::kAvx512, AttentionProducts::kBf16Allowed);
+  CheckAgainstDoubleReference<Bf16>(SimdLevel::kAvx512, AttentionProducts::kBf16Allowed);
 }
 
 // AttendDecodeHeads (a decode step's heads of one sequence, read block by block) against

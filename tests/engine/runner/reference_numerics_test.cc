@@ -268,6 +268,9 @@ TEST(RandomModelTest, LlamaBf16MatchesPyTorch) {
   // bfloat16 weights kept as bfloat16 (every GEMM path), and widened at load.
   CheckRandomModel(*config, python, DType::kF32, WeightDType::kAuto, {150, 16, 5, 1});
   CheckRandomModel(*config, python, DType::kF32, WeightDType::kFloat32);
+  // Over a bfloat16 cache: prefill chunks of 16 rows or more take bfloat16 products in
+  // attention too where the CPU has AMX tiles (AttentionBatch::bf16_products).
+  CheckRandomModel(*config, python, DType::kBF16, WeightDType::kAuto, {150, 16});
 }
 
 }  // namespace
