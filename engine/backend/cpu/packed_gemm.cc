@@ -16,10 +16,13 @@
 namespace orca {
 namespace {
 
+using packed_internal::ChunkedTiles;
 using packed_internal::kAvx2MaxRows;
 using packed_internal::kAvx512MaxRows;
+using packed_internal::OwnStream;
 using packed_internal::PackedRows;
 using packed_internal::PrefetchAhead;
+using packed_internal::TilePrefetch;
 using packed_internal::TileSums;
 using packed_internal::TileSumsAvx2;
 
@@ -50,12 +53,13 @@ ORCA_AVX512 void TileAvx512(int kc, const float* x, int64_t ldx, const W* w, int
 
 // As TileAvx512 with 8 lanes, over one panel (16 columns, `cols` of them stored) and up
 // to 6 rows: 12 accumulators, two weight vectors and a broadcast in the 16 registers.
+// Prefetches where `pf` says (ChunkedTiles).
 template <int R, typename W>
 ORCA_AVX2 void TileAvx2(int kc, const float* x, int64_t ldx, const W* w, float* out, int64_t ldo,
-                        int cols, const float* bias, bool accumulate) {
+                        int cols, const float* bias, bool accumulate, TilePrefetch pf) {
   TileSumsAvx2<R> t(out, ldo, cols, accumulate);
   for (int c = 0; c < kc; ++c) {
-    PrefetchAhead(w + c * kPanelRows);
+    pf.At(c);
     const __m256 v0 = Load8(w + c * kPanelRows);
     const __m256 v1 = Load8(w + c * kPanelRows + 8);
 #pragma GCC unroll 6
@@ -86,7 +90,7 @@ using Avx512Tile = void (*)(int, const float*, int64_t, const W*, int64_t, float
                             const float*, bool);
 template <typename W>
 using Avx2Tile = void (*)(int, const float*, int64_t, const W*, float*, int64_t, int, const float*,
-                          bool);
+                          bool, TilePrefetch);
 
 // From these rows on, a float16 panel pair's block is widened once for all its tiles;
 // below, each tile widens its loads in registers, overlapped with the weights' stream
@@ -112,11 +116,11 @@ Avx2Tile<W> Avx2TileFor(int rows) {
 
 // Every row of x (xs: at the block's first column) against one panel pair's block of kc
 // input columns (ws: the first panel's block start, the second pstride elements on),
-// `cols` of its columns stored to o.
+// `cols` of its columns stored to o. `cold`: the task's first block (ChunkedTiles).
 template <typename W>
 void TilesOverBlock(SimdLevel level, int m, int kc, const float* xs, int64_t ldx, const W* ws,
                     int64_t pstride, int cols, const float* b, float* o, int64_t ldo,
-                    bool accumulate) {
+                    bool accumulate, bool cold) {
   if (level == SimdLevel::kAvx512) {
     for (int r = 0; r < m; r += kAvx512MaxRows) {
       const int rows = std::min(kAvx512MaxRows, m - r);
@@ -130,14 +134,25 @@ void TilesOverBlock(SimdLevel level, int m, int kc, const float* xs, int64_t ldx
     const W* wh = ws + half * pstride;
     float* oh = o + half * kPanelRows;
     const float* bh = b != nullptr ? b + half * kPanelRows : nullptr;
-    for (int r = 0; r < m; r += kAvx2MaxRows) {
-      const int rows = std::min(kAvx2MaxRows, m - r);
-      if (level == SimdLevel::kAvx2) {
-        Avx2TileFor<W>(rows)(kc, xs + r * ldx, ldx, wh, oh + r * ldo, ldo, hc, bh, accumulate);
-      } else {
-        TileScalar(rows, kc, xs + r * ldx, ldx, wh, oh + r * ldo, ldo, hc, bh, accumulate);
-      }
+    if (level != SimdLevel::kAvx2) {
+      TileScalar(m, kc, xs, ldx, wh, oh, ldo, hc, bh, accumulate);
+      continue;
     }
+    const auto tile = [&](int c, int ck, int r, int rows, TilePrefetch pf) {
+      Avx2TileFor<W>(rows)(ck, xs + r * ldx + c, ldx, wh + int64_t{c} * kPanelRows, oh + r * ldo,
+                           ldo, hc, c + ck >= kc ? bh : nullptr, accumulate || c > 0, pf);
+    };
+    if constexpr (!std::is_same_v<W, float>) {
+      // float16 panels: half the bytes to stream, and the chunks' walk gained nothing
+      // (docs/benchmarks.md section 25): each tile over the whole block.
+      for (int r = 0; r < m; r += kAvx2MaxRows) {
+        tile(0, kc, r, std::min(kAvx2MaxRows, m - r), OwnStream(wh, kPanelRows * sizeof(W)));
+      }
+      continue;
+    }
+    // Where the walk reads next: the pair's second panel, else the next block's first.
+    const W* after = half == 0 && cols > kPanelRows ? ws + pstride : ws + int64_t{kc} * kPanelRows;
+    ChunkedTiles(m, kAvx2MaxRows, kc, wh, kPanelRows * sizeof(W), after, cold && half == 0, tile);
   }
 }
 
@@ -169,11 +184,11 @@ void PanelPairBlock(SimdLevel level, int m, int k, int64_t packed_k, int c0, int
       WidenToF32(ws, block, widened, level);
       WidenToF32(ws + pstride, block, widened + block, level);
       TilesOverBlock(level, m, kc, xs, ldx, static_cast<const float*>(widened), block, cols, b, o,
-                     ldo, accumulate);
+                     ldo, accumulate, c0 == 0);
       return;
     }
   }
-  TilesOverBlock(level, m, kc, xs, ldx, ws, pstride, cols, b, o, ldo, accumulate);
+  TilesOverBlock(level, m, kc, xs, ldx, ws, pstride, cols, b, o, ldo, accumulate, c0 == 0);
 }
 
 template <typename W>

@@ -1,5 +1,6 @@
-// What the packed GEMMs (packed_gemm.cc for float32 panels, packed_gemm_bf16.cc for
-// bfloat16 ones) share: the walk over panel pairs and k blocks, the tiles' accumulators
+// What the packed GEMMs (packed_gemm.cc for float32 and float16 panels,
+// packed_gemm_bf16.cc for bfloat16 ones) share: the walk over panel pairs and k blocks
+// (and, for AVX2's float32 tiles, over chunks of a block), the tiles' accumulators
 // (AVX-512: two vectors of 16 columns of a panel pair for each of up to 8 rows; AVX2: two
 // vectors of 8 columns of one panel for each of up to 6 rows), their start from zero or
 // from the partial sums of an earlier k block, and their end (bias, masked stores), and
@@ -33,6 +34,71 @@ inline constexpr int kTilePrefetchBytes = 4096;
 template <typename W>
 inline void PrefetchAhead(const W* w) {
   _mm_prefetch(reinterpret_cast<const char*>(w) + kTilePrefetchBytes, _MM_HINT_T1);
+}
+
+// Where an AVX2 tile prefetches weights: at its input column c, the line at
+// at + c * step_q8 / 256 (into L2, as PrefetchAhead). A lone tile (OwnStream) runs
+// kTilePrefetchBytes ahead of its own loads; the tiles of ChunkedTiles share the next
+// chunk's lines among them.
+struct TilePrefetch {
+  const char* at;
+  int64_t step_q8;  // bytes a column, times 256
+
+  void At(int c) const { _mm_prefetch(at + ((c * step_q8) >> 8), _MM_HINT_T1); }
+};
+
+// A tile that streams panel (bytes_per_column a column) from memory by itself.
+inline TilePrefetch OwnStream(const void* panel, int64_t bytes_per_column) {
+  return {static_cast<const char*>(panel) + kTilePrefetchBytes, bytes_per_column << 8};
+}
+
+// Columns of a panel's block that ChunkedTiles runs every tile over before the next ones:
+// 8 KiB of float32 weights and 8 KiB of 16 rows of x, in L1 while three tiles go past.
+inline constexpr int kTileChunkColumns = 128;
+
+// m rows of x against one panel's block of kc input columns, in tiles of up to max_rows
+// rows, calling tile(c, kc, r, rows, prefetch) for columns [c, c + kc) and rows
+// [r, r + rows). One tile (m <= max_rows) runs over the whole block streaming its own
+// weights. Several run chunk by chunk, each chunk's tiles prefetching the next chunk's
+// lines an equal share each (the last chunk's tiles: as many columns of `after`, where
+// the walk goes next), so that memory streams while every tile multiplies: with the whole
+// block per tile, the first tile waited on memory and the others multiplied from L2
+// while nothing streamed (AMD EPYC, Zen 3: a 16-row float32 decode's GEMMs took the sum
+// of the two times, not the larger; docs/benchmarks.md section 25). `cold`: nothing
+// prefetched this block's first chunk (a task's first block), so its first tile streams
+// it as a lone tile does. Accumulators go through `out` between chunks: the same sums in
+// the same order. For float32 panels: 16-bit ones (half the bytes a column) gained
+// nothing from it there.
+template <typename Tile>
+void ChunkedTiles(int m, int max_rows, int kc, const void* panel, int64_t bytes_per_column,
+                  const void* after, bool cold, const Tile& tile) {
+  if (m <= max_rows || kc == 0) {  // (no columns: every tile stores its start)
+    for (int r = 0; r < m; r += max_rows) {
+      tile(0, kc, r, std::min(max_rows, m - r), OwnStream(panel, bytes_per_column));
+    }
+    return;
+  }
+  const int tiles = (m + max_rows - 1) / max_rows;
+  const char* p = static_cast<const char*>(panel);
+  for (int c = 0; c < kc; c += kTileChunkColumns) {
+    const int ck = std::min(kTileChunkColumns, kc - c);
+    const bool last = c + ck >= kc;
+    const char* next = last ? static_cast<const char*>(after) : p + (c + ck) * bytes_per_column;
+    const int next_columns = last ? ck : std::min(kTileChunkColumns, kc - c - ck);
+    const bool own = cold && c == 0;  // tile 0 streams this chunk; the others share the next
+    const int sharers = own ? tiles - 1 : tiles;
+    const int64_t share = next_columns * bytes_per_column / sharers;
+    // Each tile's cursor runs a line past its share, so that the rounding of its steps
+    // leaves no line between two shares unfetched.
+    const int64_t step_q8 = ((share + 64) << 8) / ck;
+    for (int t = 0; t < tiles; ++t) {
+      const int r = t * max_rows;
+      const TilePrefetch pf = own && t == 0
+                                  ? OwnStream(p + c * bytes_per_column, bytes_per_column)
+                                  : TilePrefetch{next + (own ? t - 1 : t) * share, step_q8};
+      tile(c, ck, r, std::min(max_rows, m - r), pf);
+    }
+  }
 }
 
 // Calls block(j0, cols, c0, kc) for every panel pair (output columns [j0, j0 + cols),
@@ -94,16 +160,27 @@ template <int R>
 struct TileSumsAvx2 {
   __m256 a0[R], a1[R];  // columns [0, 8) and [8, 16) of each row
   __m256i m0, m1;       // the stored columns of each half
+  bool full;            // all 16
 
-  // From out's values with `accumulate` (a later k block), else from zero.
-  ORCA_AVX2 TileSumsAvx2(const float* out, int64_t ldo, int cols, bool accumulate) {
+  // From out's values with `accumulate` (a later k block or chunk), else from zero.
+  // A whole panel's columns (cols == 16) load and store unmasked: AMD's masked stores
+  // are microcoded, and ChunkedTiles stores the sums every chunk.
+  ORCA_AVX2 TileSumsAvx2(const float* out, int64_t ldo, int cols, bool accumulate)
+      : full(cols == kPanelRows) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
     m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), lane);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-      a0[r] = accumulate ? _mm256_maskload_ps(out + r * ldo, m0) : _mm256_setzero_ps();
-      a1[r] = accumulate ? _mm256_maskload_ps(out + r * ldo + 8, m1) : _mm256_setzero_ps();
+      if (!accumulate) {
+        a0[r] = a1[r] = _mm256_setzero_ps();
+      } else if (full) {
+        a0[r] = _mm256_loadu_ps(out + r * ldo);
+        a1[r] = _mm256_loadu_ps(out + r * ldo + 8);
+      } else {
+        a0[r] = _mm256_maskload_ps(out + r * ldo, m0);
+        a1[r] = _mm256_maskload_ps(out + r * ldo + 8, m1);
+      }
     }
   }
 
@@ -119,8 +196,13 @@ struct TileSumsAvx2 {
     }
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-      _mm256_maskstore_ps(out + r * ldo, m0, a0[r]);
-      _mm256_maskstore_ps(out + r * ldo + 8, m1, a1[r]);
+      if (full) {
+        _mm256_storeu_ps(out + r * ldo, a0[r]);
+        _mm256_storeu_ps(out + r * ldo + 8, a1[r]);
+      } else {
+        _mm256_maskstore_ps(out + r * ldo, m0, a0[r]);
+        _mm256_maskstore_ps(out + r * ldo + 8, m1, a1[r]);
+      }
     }
   }
 };
