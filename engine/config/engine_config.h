@@ -99,6 +99,9 @@ struct SchedulerOptions {
 struct ParallelOptions {
   int32_t tensor = 1;
   int32_t pipeline = 1;
+  // Layers per stage, "7,5" (model_shard.h ParseStageLayers); "" or "auto": the split that
+  // balances the stages' work, the LM head counted (PipelineStageLayers).
+  std::string pipeline_layers;
   int32_t gpus_per_pod = 1;     // ranks one `orca worker` process hosts
   int32_t control_port = 8002;  // the scheduler's control plane (orca serve: 0 = any)
   double rank_deadline_s = 10;  // a rank silent this long breaks the group (0 = off)

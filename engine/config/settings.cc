@@ -280,6 +280,12 @@ std::vector<Setting> BuildSettings() {
                   "divides it)"));
   s.push_back(Int("parallelism.pipeline", "pipeline-parallel", &C::parallel,
                   &ParallelOptions::pipeline, 1, 64, kServing | kWorker, "pipeline stages"));
+  s.push_back(String("parallelism.pipeline_layers", "pipeline-layers", &C::parallel,
+                     &ParallelOptions::pipeline_layers, kServing,
+                     "layers per pipeline stage, first to last, e.g. 7,5; auto (empty): the "
+                     "split that balances the stages' work, the last stage's LM head counted at "
+                     "half its parameters (it runs on sampled rows only); the scheduler sends "
+                     "the split to every rank"));
   s.push_back(Int("parallelism.gpus_per_pod", "gpus-per-pod", &C::parallel,
                   &ParallelOptions::gpus_per_pod, 1, 64, kWorker,
                   "ranks one worker process hosts: tp ranks pod-index * N .. + N - 1"));

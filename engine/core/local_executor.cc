@@ -23,8 +23,8 @@ absl::StatusOr<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(
     ro.num_kv_blocks = ProbeKvBlocks(options.scheduler.max_batched_tokens,
                                      options.scheduler.max_batch_size, ro.block_size);
   } else {
-    ORCA_ASSIGN_OR_RETURN(ro.num_kv_blocks,
-                          KvCacheBlocks(config, 1, 1, options.kv_cache, ro.kv_cache_dtype));
+    ORCA_ASSIGN_OR_RETURN(ro.num_kv_blocks, KvCacheBlocks(config, {config.num_layers}, 1,
+                                                          options.kv_cache, ro.kv_cache_dtype));
   }
   ro.dtype = options.model.dtype;
   ro.sampler_threads = options.device.threads;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/common/cpu_limit.h"
 #include "engine/common/log.h"
@@ -71,6 +72,8 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   // first generation's ranks have reported what they hold, and fixed from then on.
   std::atomic<int32_t> num_kv_blocks{0};
   DType kv_cache_dtype = DType::kF32;  // resolved from options.kv_cache.dtype
+  // Layers each stage holds (PipelineStageLayers), sent to every rank in GroupInit.
+  std::vector<int32_t> stage_layers;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   std::unique_ptr<ControlPlaneGuard> guard;  // set by Create before the server starts
@@ -79,6 +82,9 @@ class GroupExecutor::Impl final : public v1::ControlPlane::Service {
   int32_t pipeline() const { return options.parallel.pipeline; }
   int32_t tensor() const { return options.parallel.tensor; }
   int32_t sampling_rank() const { return (pipeline() - 1) * tensor(); }
+  ModelShard Shard(int32_t rank) const {
+    return ModelShard{pipeline(), tensor(), rank / tensor(), rank % tensor(), stage_layers};
+  }
   // The workers' data plane: NCCL for a multi-rank CUDA group, Gloo for a CPU one.
   std::string comm() const {
     if (world() == 1) return "none";
@@ -247,7 +253,7 @@ void GroupExecutor::Impl::HandleMessage(Session& s, const v1::WorkerMessage& m, 
       if (m.ready().kv_cache_bytes() == 0) return;
       // A rank whose cache differs from the one this scheduler sized (a worker of
       // another release that ignores kv_cache_dtype, say) would compute from it anyway.
-      const ModelShard shard{pipeline(), tensor(), s.rank / tensor(), s.rank % tensor()};
+      const ModelShard shard = Shard(s.rank);
       const uint64_t expected =
           ModelRunner::KvBytesPerBlock(config, shard, options.kv_cache.block_size, kv_cache_dtype) *
           static_cast<uint64_t>(num_kv_blocks);
@@ -346,6 +352,7 @@ GroupExecutor::Impl::Outbox GroupExecutor::Impl::MaybeInit() {
   init->set_generation(generation_);
   init->set_pipeline(pipeline());
   init->set_tensor(tensor());
+  for (int32_t n : stage_layers) init->add_stage_layers(n);
   init->set_block_size(options.kv_cache.block_size);
   init->set_num_kv_blocks(num_kv_blocks);
   if (num_kv_blocks == 0) {  // sized by the ranks' memory: once, by the first generation
@@ -578,14 +585,17 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
 #endif
   ORCA_ASSIGN_OR_RETURN(impl->kv_cache_dtype,
                         ResolveKvCacheDType(options.kv_cache.dtype, options.device));
+  ORCA_ASSIGN_OR_RETURN(const std::vector<int32_t> requested,
+                        ParseStageLayers(options.parallel.pipeline_layers));
+  ORCA_ASSIGN_OR_RETURN(impl->stage_layers,
+                        PipelineStageLayers(impl->config, impl->pipeline(), requested));
   if (KvCacheSizedByMemory(options.kv_cache, options.device)) {
-    for (int32_t stage = 0; stage < impl->pipeline(); ++stage) {
-      ORCA_RETURN_IF_ERROR(
-          ValidateModelShard(impl->config, ModelShard{impl->pipeline(), impl->tensor(), stage, 0}));
+    for (int32_t rank = 0; rank < impl->world(); ++rank) {
+      ORCA_RETURN_IF_ERROR(ValidateModelShard(impl->config, impl->Shard(rank)));
     }
   } else {
     ORCA_ASSIGN_OR_RETURN(int32_t fixed,
-                          KvCacheBlocks(impl->config, impl->pipeline(), impl->tensor(),
+                          KvCacheBlocks(impl->config, impl->stage_layers, impl->tensor(),
                                         options.kv_cache, impl->kv_cache_dtype));
     impl->num_kv_blocks = fixed;
   }
@@ -622,7 +632,10 @@ absl::StatusOr<std::unique_ptr<GroupExecutor>> GroupExecutor::Create(
   }
   ORCA_LOG(INFO) << "group: control plane on port " << impl->port << ", waiting for "
                  << impl->world() << " rank(s) (" << impl->pipeline() << " stages x "
-                 << impl->tensor() << " tensor ranks), KV cache " << kv_cache << "; "
+                 << impl->tensor() << " tensor ranks; layers per stage "
+                 << absl::StrJoin(impl->stage_layers, " + ")
+                 << (requested.empty() ? ", balanced with the LM head at half its weight" : "")
+                 << "), KV cache " << kv_cache << "; "
                  << (impl->guard->enabled() ? "calls must carry the control-plane token"
                                             : "UNAUTHENTICATED: anyone who reaches this port may "
                                               "join the group or write its rendezvous store "

@@ -300,18 +300,25 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   return j.dump(2) + "\n";
 }
 
-int64_t CountParameters(const ModelConfig& c) {
-  int64_t h = c.hidden_size, v = c.vocab_size, i = c.intermediate_size, d = c.head_dim;
-  int64_t q = c.num_heads * d, kv = c.num_kv_heads * d;
-  int64_t per_layer = 0;
+int64_t CountLayerParameters(const ModelConfig& c) {
+  const int64_t h = c.hidden_size, i = c.intermediate_size, d = c.head_dim;
+  const int64_t q = c.num_heads * d, kv = c.num_kv_heads * d;
   if (c.family == ModelFamily::kGpt2) {
-    per_layer = 4 * h + h * 3 * h + 3 * h + h * h + h + h * i + i + i * h + h;
-    return v * h + int64_t{c.max_position_embeddings} * h + c.num_layers * per_layer + 2 * h;
+    return 4 * h + h * 3 * h + 3 * h + h * h + h + h * i + i + i * h + h;
   }
-  per_layer = 2 * h + h * (q + 2 * kv) + q * h + 3 * h * i;
+  int64_t per_layer = 2 * h + h * (q + 2 * kv) + q * h + 3 * h * i;
   if (c.qkv_bias) per_layer += q + 2 * kv;
   if (c.out_proj_bias) per_layer += h;
-  return v * h * (c.tie_word_embeddings ? 1 : 2) + c.num_layers * per_layer + h;
+  return per_layer;
+}
+
+int64_t CountParameters(const ModelConfig& c) {
+  const int64_t h = c.hidden_size, v = c.vocab_size;
+  const int64_t layers = c.num_layers * CountLayerParameters(c);
+  if (c.family == ModelFamily::kGpt2) {
+    return v * h + int64_t{c.max_position_embeddings} * h + layers + 2 * h;
+  }
+  return v * h * (c.tie_word_embeddings ? 1 : 2) + layers + h;
 }
 
 }  // namespace orca

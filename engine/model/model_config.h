@@ -66,5 +66,8 @@ std::string ModelConfigToJson(const ModelConfig& config);
 
 // Returns the number of parameters the architecture implies.
 int64_t CountParameters(const ModelConfig& config);
+// The parameters of one transformer layer (norms, attention, MLP; every layer has as
+// many).
+int64_t CountLayerParameters(const ModelConfig& config);
 
 }  // namespace orca

@@ -9,15 +9,18 @@
 
 namespace orca {
 
-absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipeline, int32_t tensor,
+absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config,
+                                      absl::Span<const int32_t> stage_layers, int32_t tensor,
                                       const KvCacheOptions& kv, DType kv_dtype) {
+  const auto pipeline = static_cast<int32_t>(stage_layers.size());
+  if (pipeline < 1) return absl::InvalidArgumentError("a group of no pipeline stages");
   if (kv.block_size <= 0 || kv.block_size > 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("block size ", kv.block_size, " out of range [1, 1024]"));
   }
   size_t per_block = 0;
   for (int32_t stage = 0; stage < pipeline; ++stage) {
-    const ModelShard shard{pipeline, tensor, stage, 0};
+    const ModelShard shard{pipeline, tensor, stage, 0, {stage_layers.begin(), stage_layers.end()}};
     ORCA_RETURN_IF_ERROR(ValidateModelShard(config, shard));
     per_block =
         std::max(per_block, ModelRunner::KvBytesPerBlock(config, shard, kv.block_size, kv_dtype));

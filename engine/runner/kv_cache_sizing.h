@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "engine/config/engine_config.h"
 #include "engine/model/model_config.h"
 
@@ -19,13 +20,15 @@ namespace orca {
 // size the cache (the CPU, serving groups).
 constexpr int32_t kDefaultKvCacheMib = 1024;
 
-// Returns how many KV blocks of `kv_dtype` elements each rank of a group of `pipeline`
-// stages x `tensor` ranks allocates: `kv.num_blocks` when set, else the budget `kv.size_mib` (0:
+// Returns how many KV blocks of `kv_dtype` elements each rank of a group of
+// stage_layers.size() stages (holding those layers: PipelineStageLayers) x `tensor` ranks
+// allocates: `kv.num_blocks` when set, else the budget `kv.size_mib` (0:
 // the default above) divided by the largest block any rank holds (ranks of a stage with more layers
 // hold larger blocks; every rank gets the same count, so one block id means the same
 // tokens everywhere). InvalidArgument for a block size out of [1, 1024] or a layout the
 // model cannot be split into; ResourceExhausted when the budget holds no block.
-absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config, int32_t pipeline, int32_t tensor,
+absl::StatusOr<int32_t> KvCacheBlocks(const ModelConfig& config,
+                                      absl::Span<const int32_t> stage_layers, int32_t tensor,
                                       const KvCacheOptions& kv, DType kv_dtype);
 
 // Whether `kv` asks for a cache sized by device memory on `device` (every rank of a group

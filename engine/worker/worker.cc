@@ -357,7 +357,11 @@ absl::Status WorkerRank::Session() {
     return absl::OkStatus();
   }
   const v1::GroupInit init = std::move(*in.mutable_init());
-  ModelShard shard{init.pipeline(), init.tensor(), options_.stage, options_.tp_rank};
+  const ModelShard shard{init.pipeline(),
+                         init.tensor(),
+                         options_.stage,
+                         options_.tp_rank,
+                         {init.stage_layers().begin(), init.stage_layers().end()}};
   ORCA_LOG(INFO) << "worker " << options_.name << ": generation " << init.generation() << ", rank "
                  << shard.rank() << " of " << shard.world_size() << " (stage " << shard.stage
                  << ", tp " << shard.tp_rank << ")";
@@ -433,10 +437,11 @@ absl::Status WorkerRank::Session() {
   const bool size_by_memory = init.has_kv_sizing();
   const v1::KvCacheSizing& sizing = init.kv_sizing();
   const ModelShard& had = runner_ ? runner_->shard() : shard;
-  const bool reuse = !size_by_memory && runner_ && had.pipeline == shard.pipeline &&
-                     had.tensor == shard.tensor && runner_->block_size() == init.block_size() &&
-                     runner_->num_kv_blocks() == init.num_kv_blocks() &&
-                     runner_->kv_cache_dtype() == kv_dtype;
+  const bool reuse =
+      !size_by_memory && runner_ && had.pipeline == shard.pipeline && had.tensor == shard.tensor &&
+      had.Layers(runner_->config().num_layers) == shard.Layers(runner_->config().num_layers) &&
+      runner_->block_size() == init.block_size() &&
+      runner_->num_kv_blocks() == init.num_kv_blocks() && runner_->kv_cache_dtype() == kv_dtype;
   if (reuse) {
     if (absl::Status s = runner_->SetCommunicators(tp_comm_.get(), pp_comm_.get()); !s.ok()) {
       return fail(s);

@@ -148,11 +148,12 @@ void TilesOverBlock(SimdLevel level, int m, int kc, const float* xs, int64_t ldx
       for (int r = 0; r < m; r += kAvx2MaxRows) {
         tile(0, kc, r, std::min(kAvx2MaxRows, m - r), OwnStream(wh, kPanelRows * sizeof(W)));
       }
-      continue;
+    } else {
+      // Where the walk reads next: the pair's second panel, else the next block's first.
+      const W* after =
+          half == 0 && cols > kPanelRows ? ws + pstride : ws + int64_t{kc} * kPanelRows;
+      ChunkedTiles(m, kAvx2MaxRows, kc, wh, kPanelRows * sizeof(W), after, cold && half == 0, tile);
     }
-    // Where the walk reads next: the pair's second panel, else the next block's first.
-    const W* after = half == 0 && cols > kPanelRows ? ws + pstride : ws + int64_t{kc} * kPanelRows;
-    ChunkedTiles(m, kAvx2MaxRows, kc, wh, kPanelRows * sizeof(W), after, cold && half == 0, tile);
   }
 }
 

@@ -7,6 +7,7 @@
 // A group that breaks between two plans (nothing outstanding) must fail the running
 // requests too (a stand-in executor makes that case deterministic). Also: the plan
 // codec of the control plane is lossless. Every wait has a deadline.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,11 +18,13 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "engine/core/engine.h"
@@ -91,10 +94,12 @@ const std::vector<std::vector<int32_t>>& LocalTokens(const std::string& dir) {
   return *tokens;
 }
 
-GroupExecutorOptions GroupOptionsFor(const std::string& dir, int32_t pipeline, int32_t tensor) {
+GroupExecutorOptions GroupOptionsFor(const std::string& dir, int32_t pipeline, int32_t tensor,
+                                     const std::string& pipeline_layers = "") {
   GroupExecutorOptions go;
   go.model_dir = dir;
   go.parallel.pipeline = pipeline;
+  go.parallel.pipeline_layers = pipeline_layers;
   go.parallel.tensor = tensor;
   go.listen = "127.0.0.1:0";
   go.kv_cache.block_size = kBlockSize;
@@ -116,18 +121,23 @@ IterationPlan OnePlan() {
   return plan;
 }
 
-class GroupLayoutTest : public ::testing::TestWithParam<std::pair<int32_t, int32_t>> {};
+// pipeline x tensor, and the layers per stage ("": the balanced split, 3 + 2 here).
+using Layout = std::tuple<int32_t, int32_t, std::string>;
+class GroupLayoutTest : public ::testing::TestWithParam<Layout> {};
 
 // With one rank missing the group is not ready and refuses plans; with all present it
 // becomes ready, and an engine over it generates exactly what the local engine does.
+// (An uneven split reaches the ranks in GroupInit: a rank that kept the even split would
+// hold another number of layers' KV cache than the scheduler sized, and the group would
+// break instead of becoming ready.)
 TEST_P(GroupLayoutTest, EngineOverGroupMatchesLocalEngine) {
   ORCA_REQUIRE_SHARED_MODEL(dir, "stories260K");
-  const auto [pipeline, tensor] = GetParam();
+  const auto [pipeline, tensor, layers] = GetParam();
   const int32_t world = pipeline * tensor;
   const auto& local = LocalTokens(dir);
   ASSERT_EQ(local.size(), Requests().size());
 
-  auto group = GroupExecutor::Create(GroupOptionsFor(dir, pipeline, tensor));
+  auto group = GroupExecutor::Create(GroupOptionsFor(dir, pipeline, tensor, layers));
   ASSERT_TRUE(group.ok()) << group.status();
   GroupExecutor* exec = group->get();
   ASSERT_GT(exec->port(), 0);
@@ -198,12 +208,18 @@ TEST_P(GroupLayoutTest, EngineOverGroupMatchesLocalEngine) {
   }
 }
 
+std::string LayoutName(const ::testing::TestParamInfo<Layout>& info) {
+  const auto& [pipeline, tensor, layers] = info.param;
+  std::string name = absl::StrCat("pp", pipeline, "_tp", tensor);
+  if (!layers.empty())
+    absl::StrAppend(&name, "_layers_", absl::StrReplaceAll(layers, {{",", "_"}}));
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, GroupLayoutTest,
-                         ::testing::Values(std::make_pair(1, 1), std::make_pair(1, 2),
-                                           std::make_pair(2, 1), std::make_pair(2, 2)),
-                         [](const auto& info) {
-                           return absl::StrCat("pp", info.param.first, "_tp", info.param.second);
-                         });
+                         ::testing::Values(Layout{1, 1, ""}, Layout{1, 2, ""}, Layout{2, 1, ""},
+                                           Layout{2, 2, ""}, Layout{2, 1, "4,1"}),
+                         LayoutName);
 
 // PP=2: a rank that stops while a long request runs fails that request with a retriable
 // error and unreadies the group; a replacement rank re-forms it under a new generation,
@@ -418,6 +434,13 @@ TEST(GroupExecutorTest, RejectsLayoutsAndWorkersThatDoNotFit) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
   bad = GroupExecutor::Create(GroupOptionsFor(dir, 6, 1));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+  // Layers per stage that do not fit the model's five, or are not counts.
+  for (const char* layers : {"2,2", "5,0", "1,1,3", "3;2", "x"}) {
+    bad = GroupExecutor::Create(GroupOptionsFor(dir, 2, 1, layers));
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << layers;
+    EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("pipeline layers"))
+        << layers;
+  }
 
   auto group = GroupExecutor::Create(GroupOptionsFor(dir, 1, 1));
   ASSERT_TRUE(group.ok()) << group.status();

@@ -22,18 +22,20 @@ TEST(KvCacheSizingTest, BudgetOverTheLargestRanksBlock) {
   kv.size_mib = 1;
   const int64_t mib = 1 << 20;
   // One rank: 2 (K, V) x 5 layers x 16 tokens x 4 heads x 8 dims x 4 bytes.
-  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv, DType::kF32), mib / (2 * 5 * 16 * 4 * 8 * 4));
+  EXPECT_EQ(*KvCacheBlocks(*config, {5}, 1, kv, DType::kF32), mib / (2 * 5 * 16 * 4 * 8 * 4));
   // PP=2: stage 0 holds 3 layers, stage 1 two; every rank gets stage 0's count.
-  EXPECT_EQ(*KvCacheBlocks(*config, 2, 1, kv, DType::kF32), mib / (2 * 3 * 16 * 4 * 8 * 4));
+  EXPECT_EQ(*KvCacheBlocks(*config, {3, 2}, 1, kv, DType::kF32), mib / (2 * 3 * 16 * 4 * 8 * 4));
+  // The larger stage decides whichever it is: 1 + 4 layers give the 4-layer stage's count.
+  EXPECT_EQ(*KvCacheBlocks(*config, {1, 4}, 1, kv, DType::kF32), mib / (2 * 4 * 16 * 4 * 8 * 4));
   // TP=2: two KV heads per rank.
-  EXPECT_EQ(*KvCacheBlocks(*config, 1, 2, kv, DType::kF32), mib / (2 * 5 * 16 * 2 * 8 * 4));
+  EXPECT_EQ(*KvCacheBlocks(*config, {5}, 2, kv, DType::kF32), mib / (2 * 5 * 16 * 2 * 8 * 4));
   // 16-bit caches: 2 bytes an element instead of 4, twice the blocks.
-  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv, DType::kF16), mib / (2 * 5 * 16 * 4 * 8 * 2));
-  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv, DType::kBF16), mib / (2 * 5 * 16 * 4 * 8 * 2));
+  EXPECT_EQ(*KvCacheBlocks(*config, {5}, 1, kv, DType::kF16), mib / (2 * 5 * 16 * 4 * 8 * 2));
+  EXPECT_EQ(*KvCacheBlocks(*config, {5}, 1, kv, DType::kBF16), mib / (2 * 5 * 16 * 4 * 8 * 2));
   EXPECT_EQ(ModelRunner::KvBytesPerBlock(*config, ModelShard{}, 16, DType::kBF16),
             size_t{2 * 5 * 16 * 4 * 8 * 2});
   kv.num_blocks = 7;  // an explicit count wins
-  EXPECT_EQ(*KvCacheBlocks(*config, 2, 2, kv, DType::kF32), 7);
+  EXPECT_EQ(*KvCacheBlocks(*config, {3, 2}, 2, kv, DType::kF32), 7);
 }
 
 TEST(KvCacheSizingTest, TheCacheDTypeResolvesPerDevice) {
@@ -50,14 +52,18 @@ TEST(KvCacheSizingTest, Errors) {
   ASSERT_TRUE(config.ok());
   KvCacheOptions kv;
   kv.block_size = 0;
-  EXPECT_EQ(KvCacheBlocks(*config, 1, 1, kv, DType::kF32).status().code(),
+  EXPECT_EQ(KvCacheBlocks(*config, {5}, 1, kv, DType::kF32).status().code(),
             absl::StatusCode::kInvalidArgument);
   kv.block_size = 16;
   EXPECT_EQ(
-      KvCacheBlocks(*config, 1, 3, kv, DType::kF32).status().code(),  // 4 KV heads over 3 ranks
+      KvCacheBlocks(*config, {5}, 3, kv, DType::kF32).status().code(),  // 4 KV heads over 3 ranks
       absl::StatusCode::kInvalidArgument);
   kv.num_blocks = 5;  // the layout is checked even with an explicit count
-  EXPECT_EQ(KvCacheBlocks(*config, 6, 1, kv, DType::kF32).status().code(),
+  EXPECT_EQ(KvCacheBlocks(*config, {1, 1, 1, 1, 1, 0}, 1, kv, DType::kF32).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheBlocks(*config, {3, 3}, 1, kv, DType::kF32).status().code(),  // 6 of 5 layers
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheBlocks(*config, {}, 1, kv, DType::kF32).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -68,7 +74,7 @@ TEST(KvCacheSizingTest, AutoMeansTheDefaultBudgetExceptForOneCudaProcess) {
   KvCacheOptions kv;
   kv.block_size = 16;
   kv.size_mib = 0;
-  EXPECT_EQ(*KvCacheBlocks(*config, 1, 1, kv, DType::kF32),
+  EXPECT_EQ(*KvCacheBlocks(*config, {5}, 1, kv, DType::kF32),
             (1024 << 20) / (2 * 5 * 16 * 4 * 8 * 4));
   EXPECT_TRUE(KvCacheSizedByMemory(kv, Device::kCuda));
   EXPECT_FALSE(KvCacheSizedByMemory(kv, Device::kCpu));
