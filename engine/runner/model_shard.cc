@@ -88,8 +88,9 @@ absl::StatusOr<std::vector<int32_t>> PipelineStageLayers(const ModelConfig& c, i
   }
   const int32_t rest = layers - best, others = pipeline - 1;
   std::vector<int32_t> split(static_cast<size_t>(pipeline));
-  for (int32_t s = 0; s < others; ++s)
+  for (int32_t s = 0; s < others; ++s) {
     split[static_cast<size_t>(s)] = rest / others + (s < rest % others ? 1 : 0);
+  }
   split.back() = best;
   return split;
 }
