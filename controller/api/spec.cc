@@ -119,6 +119,38 @@ class FieldReader {
     return s;
   }
 
+  // Returns the integers of array `key`: at most `max_items`, each between `min` and
+  // `max`. nullopt when the key is absent or the array is invalid (the errors say why).
+  std::optional<std::vector<int>> IntList(const char* key, int64_t min, int64_t max,
+                                          size_t max_items) const {
+    if (!Has(key)) return std::nullopt;
+    const Json& v = (*object_)[key];
+    if (!v.is_array()) {
+      Error(Path(key), "must be an array");
+      return std::nullopt;
+    }
+    if (v.size() > max_items) {
+      Error(Path(key), absl::StrCat("must have at most ", max_items, " items"));
+      return std::nullopt;
+    }
+    std::vector<int> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string at = absl::StrCat(Path(key), "[", i, "]");
+      if (!v[i].is_number_integer()) {
+        Error(at, "must be an integer");
+        continue;
+      }
+      const int64_t x = v[i].get<int64_t>();
+      if (x < min || x > max) {
+        Error(at, absl::StrCat("must be between ", min, " and ", max, ", got ", x));
+        continue;
+      }
+      out.push_back(static_cast<int>(x));
+    }
+    if (out.size() != v.size()) return std::nullopt;
+    return out;
+  }
+
   // Returns the raw JSON of `key` when it has the given JSON type, else null.
   Json Raw(const char* key, Json::value_t type) const {
     if (!Has(key)) return Json();
@@ -334,6 +366,14 @@ void ReadSpec(const FieldReader& r, InferenceDeploymentSpec& s) {
             "parallelism.tensor must be a multiple of parallelism.gpusPerPod (pods per stage = "
             "tensor / gpusPerPod)");
   }
+  if (auto layers = par.IntList("pipelineLayers", 1, 100000, 32)) {
+    s.parallelism.pipeline_layers = *layers;
+    if (static_cast<int>(layers->size()) != s.parallelism.pipeline) {
+      r.Error(par.path(),
+              "parallelism.pipelineLayers must give one layer count per stage (as many items as "
+              "parallelism.pipeline)");
+    }
+  }
 
   FieldReader eng = r.Child("engine");
   EngineSpec& e = s.engine;
@@ -543,6 +583,9 @@ Json PodTemplateInputs(const InferenceDeploymentSpec& s) {
   }
   if (s.tls) inputs["tls"] = {{"secretName", s.tls->secret_name}};
   if (e.target_itl_ms > 0) inputs["engine"]["targetItlMs"] = e.target_itl_ms;
+  if (!s.parallelism.pipeline_layers.empty()) {
+    inputs["parallelism"]["pipelineLayers"] = s.parallelism.pipeline_layers;
+  }
   return inputs;
 }
 

@@ -61,6 +61,9 @@ inline bool IsPulled(const ModelSource& src) {
 struct ParallelismSpec {
   int tensor = 1;
   int pipeline = 1;
+  // Layers per stage, first to last (one count per stage); empty: the scheduler splits
+  // them so that the stages' work balances (engine parallelism.pipeline_layers).
+  std::vector<int> pipeline_layers;
   int gpus_per_pod = 1;
   std::string device = "gpu";  // gpu | cpu
 };

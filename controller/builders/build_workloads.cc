@@ -2,6 +2,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/api/quantity.h"
 #include "controller/api/yaml.h"
 #include "controller/builders/builders.h"
@@ -187,6 +188,7 @@ EngineConfig EngineConfigFor(const InferenceDeployment& d) {
   c.device.memory_fraction = e.memory_fraction;
   c.parallel.tensor = s.parallelism.tensor;
   c.parallel.pipeline = s.parallelism.pipeline;
+  c.parallel.pipeline_layers = absl::StrJoin(s.parallelism.pipeline_layers, ",");
   c.parallel.gpus_per_pod = s.parallelism.gpus_per_pod;
   c.parallel.control_port = kControlPort;
   c.kv_cache.block_size = e.block_size;
@@ -248,8 +250,13 @@ const std::vector<std::string>& EngineConfigKeys() {
 }
 
 std::string EngineConfigYaml(const InferenceDeployment& d) {
+  // Keys of fields added later are written only when the field is set, so that a
+  // controller upgrade leaves the engine.yaml of a deployment that does not use them as
+  // it was, and an older engine image (which refuses unknown keys) still reads it.
+  std::vector<std::string> keys = EngineConfigKeys();
+  if (!d.spec.parallelism.pipeline_layers.empty()) keys.push_back("parallelism.pipeline_layers");
   // The keys all exist (the seam test checks), so the writer cannot fail here.
-  return ToEngineYaml(EngineConfigFor(d), EngineConfigKeys(),
+  return ToEngineYaml(EngineConfigFor(d), keys,
                       absl::StrCat("# orca engine configuration of InferenceDeployment ", d.ns, "/",
                                    d.name, ", written by orca-controller.\n"))
       .value_or("");

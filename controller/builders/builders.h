@@ -28,10 +28,11 @@ Json OwnedMetadata(const InferenceDeployment& d, const std::string& name, Json l
 // engine fields mapped onto the engine's own settings (engine/config), with the ports
 // and mounts the pods use.
 EngineConfig EngineConfigFor(const InferenceDeployment& d);
-// Returns the engine.yaml keys the controller writes (the settings EngineConfigFor sets).
+// Returns the engine.yaml keys the controller always writes (settings EngineConfigFor
+// sets); parallelism.pipeline_layers is written only when the CR sets pipelineLayers.
 const std::vector<std::string>& EngineConfigKeys();
-// Returns engine.yaml for the ConfigMap: EngineConfigKeys of EngineConfigFor, written by
-// the engine's own writer (ToEngineYaml).
+// Returns engine.yaml for the ConfigMap: EngineConfigKeys (and the keys of set later
+// fields) of EngineConfigFor, written by the engine's own writer (ToEngineYaml).
 std::string EngineConfigYaml(const InferenceDeployment& d);
 
 Json BuildEngineConfigMap(const InferenceDeployment& d, const std::string& revision);

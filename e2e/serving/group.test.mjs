@@ -10,7 +10,9 @@
 //   (engine.yaml included), run here as processes, form a group; killing a worker
 //   fails the in-flight request with a retriable error, the scheduler reports not
 //   ready and refuses requests with 503 + Retry-After, and a restarted worker brings
-//   the group back.
+//   the group back;
+// - parallelism.pipelineLayers of the rendered CR reaches the scheduler, which splits the
+//   layers as asked, or stops naming the split when it does not fit the checkpoint.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -252,6 +254,35 @@ test('the pods orca-controller renders form a group that survives a lost worker'
     assert.equal(metricValue(metrics, 'orca_kv_cache_usage_perc'), 0);
   } finally {
     await group.stop();
+  }
+});
+
+// stories260K has 5 layers; the balanced split of two stages is 3 + 2, so 4 + 1 shows the
+// CR's split arrived. 3 + 1 passes the CRD (one count per stage) but not the checkpoint.
+test('the rendered parallelism.pipelineLayers split the layers, or stop the scheduler naming them', async (t) => {
+  if (skipOrFail(t)) return;
+  const controller = process.env.ORCA_CONTROLLER_BIN;
+  if (!controller || !existsSync(controller)) {
+    if (process.env.CI === 'true') throw new Error('ORCA_CONTROLLER_BIN is not set in CI');
+    t.skip('ORCA_CONTROLLER_BIN is not set to the orca-controller binary');
+    return;
+  }
+  const group = await startRenderedGroup({ controller, device: 'cpu', pipelineLayers: [4, 1] });
+  try {
+    await waitFor('the scheduler reports ready', async () => (await readyStatus(group.url)) === 200, 120000, group.logs);
+    assert.match(group.procs[0].log(), /layers per stage 4 \+ 1/);
+    assert.deepEqual(await Promise.all(prompts.map((p) => greedy(group.url, p))), reference);
+  } finally {
+    await group.stop();
+  }
+  const bad = await startRenderedGroup({ controller, device: 'cpu', pipelineLayers: [3, 1] });
+  try {
+    const scheduler = bad.procs[0];
+    await waitFor('the scheduler exits', async () => scheduler.child.exitCode !== null, 60000, bad.logs);
+    assert.notEqual(scheduler.child.exitCode, 0);
+    assert.match(scheduler.log(), /pipeline layers 3,1 sum to 4; the model has 5/);
+  } finally {
+    await bad.stop();
   }
 });
 

@@ -44,18 +44,20 @@ export async function waitFor(what, fn, timeoutMs, logs) {
 export const readyStatus = async (url) => (await fetch(`${url}/ready`)).status;
 
 // Renders e2e/k8s/inferencedeployment.yaml (a 2-stage pipeline) for `device` ('cpu' or
-// 'gpu') with `tensor` ranks per stage, and starts its scheduler and worker pods.
+// 'gpu') with `tensor` ranks per stage (and `pipelineLayers`, the layers of each stage,
+// when given), and starts its scheduler and worker pods.
 // `workerEnv(name)` adds environment to the worker pod `name` (e.g. 'demo-g0-s1-0').
 // Returns { url, procs, workers, logs, stop }: procs[0] is the scheduler; each worker is
 // { name, args, env } so a test can start it again; stop() ends them as the controller
 // does (the scheduler first) and removes the temporary files.
-export async function startRenderedGroup({ controller, device = 'cpu', tensor = 1, workerEnv = () => ({}) }) {
+export async function startRenderedGroup({ controller, device = 'cpu', tensor = 1, pipelineLayers, workerEnv = () => ({}) }) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'orca-group-'));
   const cr = readFileSync(path.join(sourceDir, 'e2e/k8s/inferencedeployment.yaml'), 'utf8')
     .replaceAll('@NAME@', 'demo').replaceAll('@NAMESPACE@', 'default').replaceAll('@IMAGE@', 'orca:dev')
     .replaceAll('@MODEL_NAME@', 'stories260K').replaceAll('@MODEL_URI@', 'hostpath:///models/stories260K')
     .replaceAll('@DEVICE@', device).replaceAll('@INGRESS_CLASS@', 'nginx').replaceAll('@HOST@', 'orca.local')
-    .replace('tensor: 1', `tensor: ${tensor}`);
+    .replace('tensor: 1', `tensor: ${tensor}`)
+    .replace('pipeline: 2', pipelineLayers ? `pipeline: 2\n    pipelineLayers: [${pipelineLayers}]` : 'pipeline: 2');
   writeFileSync(path.join(dir, 'cr.yaml'), cr);
   const objects = JSON.parse(execFileSync(controller, ['render', '-f', path.join(dir, 'cr.yaml'), '-o', 'json']));
   const items = Array.isArray(objects) ? objects : objects.items;

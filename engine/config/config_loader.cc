@@ -14,6 +14,7 @@
 #include "engine/common/file_util.h"
 #include "engine/common/status_macros.h"
 #include "engine/common/utf8.h"
+#include "engine/config/pipeline_layers.h"
 
 namespace orca {
 namespace {
@@ -218,6 +219,9 @@ absl::Status Validate(const EngineConfig& c, Role role) {
     if (auto kv = ResolveKvCacheDType(c.kv_cache.dtype, c.device.type); !kv.ok()) {
       return kv.status();
     }
+  }
+  if (role == Role::kServe || role == Role::kScheduler) {  // the one that splits the layers
+    ORCA_RETURN_IF_ERROR(CheckStageLayers(c.parallel.pipeline_layers, c.parallel.pipeline));
   }
   if (role == Role::kWorker) {
     if (c.worker.scheduler.empty()) {

@@ -99,7 +99,7 @@ struct SchedulerOptions {
 struct ParallelOptions {
   int32_t tensor = 1;
   int32_t pipeline = 1;
-  // Layers per stage, "7,5" (model_shard.h ParseStageLayers); "" or "auto": the split that
+  // Layers per stage, "7,5" (pipeline_layers.h); "" or "auto": the split that
   // balances the stages' work, the LM head counted (PipelineStageLayers).
   std::string pipeline_layers;
   int32_t gpus_per_pod = 1;     // ranks one `orca worker` process hosts

@@ -16,6 +16,7 @@
 #include "engine/common/cpu_limit.h"
 #include "engine/common/log.h"
 #include "engine/common/status_macros.h"
+#include "engine/config/pipeline_layers.h"
 #include "engine/group/control_plane_guard.h"
 #include "engine/group/plan_codec.h"
 #include "engine/runner/deferred_masks.h"

@@ -3,11 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "engine/common/status_macros.h"
 
 namespace orca {
@@ -93,22 +90,6 @@ absl::StatusOr<std::vector<int32_t>> PipelineStageLayers(const ModelConfig& c, i
   }
   split.back() = best;
   return split;
-}
-
-absl::StatusOr<std::vector<int32_t>> ParseStageLayers(absl::string_view text) {
-  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
-  if (trimmed.empty() || trimmed == "auto") return std::vector<int32_t>{};
-  std::vector<int32_t> out;
-  for (absl::string_view part : absl::StrSplit(trimmed, ',')) {
-    int32_t n = 0;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &n) || n < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("pipeline layers \"", text,
-                       "\": expected layer counts >= 1 separated by commas (\"8,4\") or \"auto\""));
-    }
-    out.push_back(n);
-  }
-  return out;
 }
 
 }  // namespace orca

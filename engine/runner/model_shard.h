@@ -14,7 +14,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/model/model_config.h"
 
@@ -89,9 +88,5 @@ absl::Status ValidateModelShard(const ModelConfig& config, const ModelShard& sha
 absl::StatusOr<std::vector<int32_t>> PipelineStageLayers(const ModelConfig& config,
                                                          int32_t pipeline,
                                                          absl::Span<const int32_t> requested);
-
-// Parses --pipeline-layers: layer counts separated by commas ("8,4"); "" or "auto" give
-// none (PipelineStageLayers balances). The message quotes the text at fault.
-absl::StatusOr<std::vector<int32_t>> ParseStageLayers(absl::string_view text);
 
 }  // namespace orca

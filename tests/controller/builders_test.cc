@@ -223,6 +223,18 @@ Json VolumeNamed(const Json& pod_spec, const std::string& name) {
   return Json();
 }
 
+// parallelism.pipelineLayers reaches the scheduler's engine.yaml as the engine spells it;
+// unset, the key is not written at all (an older engine image refuses unknown keys, and a
+// controller upgrade must not change the ConfigMap of a deployment that does not use it).
+TEST(BuildersTest, PipelineLayersAreWrittenOnlyWhenSet) {
+  InferenceDeployment d =
+      Parse(CrBuilder().Pipeline(2).Set("/spec/parallelism/pipelineLayers", Json{17, 15}).Build());
+  EXPECT_EQ(EngineYamlOf(d).parallel.pipeline_layers, "17,15");
+  InferenceDeployment plain = Parse(CrBuilder().Pipeline(2).Build());
+  EXPECT_THAT(EngineConfigYaml(plain), ::testing::Not(::testing::HasSubstr("pipeline_layers")));
+  EXPECT_EQ(EngineYamlOf(plain).parallel.pipeline_layers, "");
+}
+
 TEST(BuildersTest, HuggingFaceModelIsPulledByEveryPod) {
   InferenceDeployment d =
       Parse(CrBuilder()

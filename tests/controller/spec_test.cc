@@ -271,7 +271,10 @@ TEST(SpecTest, RejectsNonObjects) {
 }
 
 TEST(LayoutTest, RankArithmetic) {
-  ParallelismSpec p{8, 2, 4, "gpu"};
+  ParallelismSpec p;
+  p.tensor = 8;
+  p.pipeline = 2;
+  p.gpus_per_pod = 4;
   EXPECT_EQ(PodsPerStage(p), 2);
   EXPECT_EQ(WorldSize(p), 16);
   EXPECT_EQ(WorkerPodsPerGroup(p), 4);
@@ -347,6 +350,45 @@ TEST(SpecTest, RejectsIncompleteControlPlaneTokenAndTls) {
   }
 }
 
+TEST(SpecTest, ParsesPipelineLayers) {
+  auto unset = ParseInferenceDeployment(CrBuilder().Pipeline(2).Build());
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_TRUE(unset->spec.parallelism.pipeline_layers.empty());
+  auto d = ParseInferenceDeployment(
+      CrBuilder().Pipeline(3).Set("/spec/parallelism/pipelineLayers", Json{10, 12, 10}).Build());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->spec.parallelism.pipeline_layers, (std::vector<int>{10, 12, 10}));
+}
+
+// The messages of tests/controller/testdata/bad-crs/pipeline-layers-*.yaml (the CRD's rule
+// and item bounds), and what the schema's types refuse.
+TEST(SpecTest, RejectsPipelineLayersThatDoNotGiveEveryStageItsLayers) {
+  const char* kPerStage =
+      "spec.parallelism: parallelism.pipelineLayers must give one layer count per stage";
+  struct Case {
+    int pipeline;
+    Json layers;
+    const char* message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {2, Json{7, 4, 1}, kPerStage},
+           {2, Json{12}, kPerStage},
+           {1, Json::array(), kPerStage},
+           {2, Json{12, 0},
+            "spec.parallelism.pipelineLayers[1]: must be between 1 and 100000, got 0"},
+           {2, Json{"7", 5}, "spec.parallelism.pipelineLayers[0]: must be an integer"},
+           {2, Json{7.5, 4.5}, "spec.parallelism.pipelineLayers[0]: must be an integer"},
+           {2, Json("7,5"), "spec.parallelism.pipelineLayers: must be an array"},
+           {32, Json(std::vector<int>(33, 1)),
+            "spec.parallelism.pipelineLayers: must have at most 32 items"},
+       }) {
+    auto d = ParseInferenceDeployment(
+        CrBuilder().Pipeline(c.pipeline).Set("/spec/parallelism/pipelineLayers", c.layers).Build());
+    ASSERT_FALSE(d.ok()) << c.layers.dump();
+    EXPECT_THAT(std::string(d.status().message()), HasSubstr(c.message)) << c.layers.dump();
+  }
+}
+
 // Fields added after a release change no revision of a deployment that does not use
 // them (a controller upgrade must not roll every group): the revision of an example is
 // the one the controller before them computed (its golden's revision label).
@@ -372,6 +414,12 @@ TEST(LayoutTest, RevisionOfDeploymentsWithoutLaterFieldsIsUnchanged) {
   ASSERT_TRUE(zero.ok() && target.ok() && unset.ok());
   EXPECT_EQ(RevisionHash(zero->spec), RevisionHash(unset->spec));
   EXPECT_NE(RevisionHash(target->spec), RevisionHash(unset->spec));
+  // parallelism.pipelineLayers: a split rolls the groups (their workers hold other layers).
+  auto pp = ParseInferenceDeployment(CrBuilder().Pipeline(2).Build());
+  auto split = ParseInferenceDeployment(
+      CrBuilder().Pipeline(2).Set("/spec/parallelism/pipelineLayers", Json{7, 5}).Build());
+  ASSERT_TRUE(pp.ok() && split.ok());
+  EXPECT_NE(RevisionHash(split->spec), RevisionHash(pp->spec));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/api/spec.h"
 #include "controller/api/yaml.h"
 #include "controller/builders/builders.h"
@@ -97,6 +98,12 @@ std::vector<Field> Fields() {
        [](auto& s) { return Json(s.parallelism.pipeline); },
        [](auto& c) { return Json(c.parallel.pipeline); },
        {{2, {}}, {3, {}}}},
+      {"/spec/parallelism/pipelineLayers",
+       kScheduler,  // the scheduler splits the layers and sends each rank its share
+       [](auto& s) { return Json(absl::StrJoin(s.parallelism.pipeline_layers, ",")); },
+       [](auto& c) { return Json(c.parallel.pipeline_layers); },
+       {{Json{3, 1}, {{"/spec/parallelism/pipeline", 2}}},
+        {Json{2, 5, 3}, {{"/spec/parallelism/pipeline", 3}}}}},
       {"/spec/parallelism/gpusPerPod",
        kWorker,
        [](auto& s) { return Json(s.parallelism.gpus_per_pod); },

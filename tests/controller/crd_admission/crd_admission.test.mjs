@@ -169,6 +169,8 @@ const VARIATIONS = {
   },
   "gpu with bfloat16": { "/spec/model/dtype": "bfloat16" },
   "gpu with float16, tp8 pp2": { "/spec/model/dtype": "float16", "/spec/parallelism": { tensor: 8, pipeline: 2, gpusPerPod: 4 } },
+  "pp2 with its layers split": { "/spec/parallelism": { pipeline: 2, pipelineLayers: [17, 15] } },
+  "pp1 with its one stage's layers": { "/spec/parallelism/pipelineLayers": [32] },
   "prefix caching, paged, iteration": { "/spec/engine": { prefixCaching: true } },
   "reserve without prefix caching": { "/spec/engine": { kvPolicy: "reserve" } },
   "request-level batching": { "/spec/engine": { schedulingPolicy: "request", kvPolicy: "reserve" } },
@@ -314,9 +316,10 @@ test("rejects rules that do not compile against the node's type", () => {
     );
   });
   const rules = `${AT}.properties[parallelism].x-kubernetes-validations`;
+  const first = SPEC.properties.parallelism["x-kubernetes-validations"].length;  // the pushed rules' index
   assert.equal(errors.length, 4, JSON.stringify(errors, null, 1));
-  assert.match(errors[0], new RegExp(`^${rules.replace(/[[\].]/g, "\\$&")}\\[1\\]\\.rule: Invalid value: "self.tensr > 0": compilation failed: .*tensr`));
-  assert.match(errors[1], /x-kubernetes-validations\[2\]\.rule: .*compilation failed: .*no such overload/);
-  assert.match(errors[2], /x-kubernetes-validations\[3\]\.rule: .*must evaluate to a bool/);
-  assert.match(errors[3], /x-kubernetes-validations\[4\]\.rule: .*compilation failed/);
+  assert.match(errors[0], new RegExp(`^${rules.replace(/[[\].]/g, "\\$&")}\\[${first}\\]\\.rule: Invalid value: "self.tensr > 0": compilation failed: .*tensr`));
+  assert.match(errors[1], new RegExp(`x-kubernetes-validations\\[${first + 1}\\]\\.rule: .*compilation failed: .*no such overload`));
+  assert.match(errors[2], new RegExp(`x-kubernetes-validations\\[${first + 2}\\]\\.rule: .*must evaluate to a bool`));
+  assert.match(errors[3], new RegExp(`x-kubernetes-validations\\[${first + 3}\\]\\.rule: .*compilation failed`));
 });

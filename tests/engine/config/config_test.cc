@@ -8,9 +8,11 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "engine/common/cpu_limit.h"
 #include "engine/common/utf8.h"
 #include "engine/config/config_loader.h"
+#include "engine/config/pipeline_layers.h"
 #include "tests/testutil/testutil.h"
 
 namespace orca {
@@ -241,6 +243,43 @@ TEST(CommandLineTest, KvCacheDTypeSpellings) {
                        {"--model", "/m", "--device", "cuda", "--kv-cache-dtype", "fp16"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(*ResolveKvCacheDType(c->kv_cache.dtype, c->device.type), DType::kF16);
+}
+
+TEST(PipelineLayersTest, CountsOrAuto) {
+  EXPECT_EQ(*ParseStageLayers("8,4"), (std::vector<int32_t>{8, 4}));
+  EXPECT_EQ(*ParseStageLayers(" 3, 2 ,1 "), (std::vector<int32_t>{3, 2, 1}));
+  EXPECT_TRUE(ParseStageLayers("")->empty());
+  EXPECT_TRUE(ParseStageLayers("auto")->empty());
+  for (const char* bad : {"8,", ",4", "8;4", "eight", "8,-4", "8,0", "1e3", "99999999999"}) {
+    auto got = ParseStageLayers(bad);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(got.status().message().find(bad), absl::string_view::npos) << got.status();
+  }
+}
+
+// The process that splits the layers (serve, scheduler) refuses a split that does not
+// name every stage before it loads anything; `orca config check` says the same.
+TEST(CommandLineTest, PipelineLayersNameOneCountPerStage) {
+  auto c = ParseCommandLine(
+      Role::kServe, {"--model", "/m", "--pipeline-parallel", "2", "--pipeline-layers", "7,5"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->parallel.pipeline_layers, "7,5");
+  EXPECT_TRUE(ParseCommandLine(Role::kServe, {"--model", "/m", "--pipeline-layers", "auto"}).ok());
+  for (const char* split : {"7,4,1", "12"}) {
+    c = ParseCommandLine(Role::kScheduler,
+                         {"--model", "/m", "--pipeline-parallel", "2", "--pipeline-layers", split});
+    ASSERT_FALSE(c.ok()) << split;
+    EXPECT_THAT(std::string(c.status().message()),
+                HasSubstr(absl::StrCat("parallelism.pipeline_layers \"", split, "\"")));
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("parallelism.pipeline is 2"));
+  }
+  c = ParseCommandLine(Role::kServe, {"--model", "/m", "--pipeline-layers", "7,,5"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("expected layer counts >= 1"));
+  // Workers take the split from the scheduler's GroupInit, never from their own settings.
+  EXPECT_FALSE(ParseCommandLine(Role::kWorker,
+                                {"--model", "/m", "--scheduler", "s:1", "--pipeline-layers", "7,5"})
+                   .ok());
 }
 
 EngineConfig NonDefault() {

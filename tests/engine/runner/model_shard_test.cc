@@ -1,7 +1,8 @@
-// PipelineStageLayers and ParseStageLayers (model_shard.h): the layers each pipeline
-// stage holds. The balanced split is checked against an exhaustive search over every
-// contiguous split (a different algorithm: all compositions of the layers into the
-// stages), and a few splits worked out by hand.
+// PipelineStageLayers (model_shard.h): the layers each pipeline stage holds (the text of
+// --pipeline-layers is parsed in engine/config: config_test). The balanced split is
+// checked against an exhaustive search over every contiguous split (a different
+// algorithm: all compositions of the layers into the stages), and a few splits worked
+// out by hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -127,18 +128,6 @@ TEST(PipelineStageLayersTest, ShardLayersFollowTheSplit) {
   std::vector<std::pair<int32_t, int32_t>> got;
   for (shard.stage = 0; shard.stage < 3; ++shard.stage) got.push_back(shard.Layers(12));
   EXPECT_EQ(got, (std::vector<std::pair<int32_t, int32_t>>{{0, 1}, {1, 11}, {11, 12}}));
-}
-
-TEST(ParseStageLayersTest, CountsOrAuto) {
-  EXPECT_EQ(*ParseStageLayers("8,4"), (std::vector<int32_t>{8, 4}));
-  EXPECT_EQ(*ParseStageLayers(" 3, 2 ,1 "), (std::vector<int32_t>{3, 2, 1}));
-  EXPECT_TRUE(ParseStageLayers("")->empty());
-  EXPECT_TRUE(ParseStageLayers("auto")->empty());
-  for (const char* bad : {"8,", ",4", "8;4", "eight", "8,-4", "8,0", "1e3", "99999999999"}) {
-    auto got = ParseStageLayers(bad);
-    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(got.status().message().find(bad), absl::string_view::npos) << got.status();
-  }
 }
 
 }  // namespace
