@@ -20,9 +20,8 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import OpenAI from 'openai';
-import { existsSync } from 'node:fs';
 import { startServer, missingPrerequisite, metricValue, storiesDir } from './orca_server.mjs';
-import { readyStatus, startRenderedGroup } from './rendered_group.mjs';
+import { controllerOrSkip, readyStatus, startRenderedGroup } from './rendered_group.mjs';
 
 process.env.ORCA_CUDA_TWIN_DEVICES ??= '4';
 
@@ -154,12 +153,8 @@ test('a --device cuda group sizes its KV cache by its ranks\' memory, the smalle
 // cache by their memory, and the engine and its metrics take the smallest count.
 test('the pods orca-controller renders for a gpu group size the KV cache by memory', async (t) => {
   if (skipOrFailCuda(t)) return;
-  const controller = process.env.ORCA_CONTROLLER_BIN;
-  if (!controller || !existsSync(controller)) {
-    if (process.env.CI === 'true') throw new Error('ORCA_CONTROLLER_BIN is not set in CI');
-    t.skip('ORCA_CONTROLLER_BIN is not set to the orca-controller binary');
-    return;
-  }
+  const controller = controllerOrSkip(t);
+  if (!controller) return;
   const memory = { 'demo-g0-s0-0': '96Mi', 'demo-g0-s1-0': '64Mi' };
   const group = await startRenderedGroup({
     controller, device: 'gpu', workerEnv: (name) => ({ ORCA_CUDA_TWIN_DEVICE_MEMORY: memory[name] }),

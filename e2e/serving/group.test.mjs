@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { startServer, skipOrFail, missingPrerequisite, metricValue, storiesDir } from './orca_server.mjs';
-import { readyStatus, startProcess, startRenderedGroup, waitFor } from './rendered_group.mjs';
+import { controllerOrSkip, readyStatus, startProcess, startRenderedGroup, waitFor } from './rendered_group.mjs';
 
 const prompts = ['Once upon a time', 'The cat sat on the', 'Lily and Ben went to the park. They'];
 
@@ -187,12 +187,8 @@ test('a SIGSTOPped worker of a local group fails the request retriably and is re
 
 test('the pods orca-controller renders form a group that survives a lost worker', async (t) => {
   if (skipOrFail(t)) return;
-  const controller = process.env.ORCA_CONTROLLER_BIN;
-  if (!controller || !existsSync(controller)) {
-    if (process.env.CI === 'true') throw new Error('ORCA_CONTROLLER_BIN is not set in CI');
-    t.skip('ORCA_CONTROLLER_BIN is not set to the orca-controller binary');
-    return;
-  }
+  const controller = controllerOrSkip(t);
+  if (!controller) return;
   // 2 stages x 2 tensor ranks: 4 worker pods.
   const group = await startRenderedGroup({ controller, device: 'cpu', tensor: 2 });
   const { url, procs, workers, logs } = group;
@@ -261,12 +257,8 @@ test('the pods orca-controller renders form a group that survives a lost worker'
 // CR's split arrived. 3 + 1 passes the CRD (one count per stage) but not the checkpoint.
 test('the rendered parallelism.pipelineLayers split the layers, or stop the scheduler naming them', async (t) => {
   if (skipOrFail(t)) return;
-  const controller = process.env.ORCA_CONTROLLER_BIN;
-  if (!controller || !existsSync(controller)) {
-    if (process.env.CI === 'true') throw new Error('ORCA_CONTROLLER_BIN is not set in CI');
-    t.skip('ORCA_CONTROLLER_BIN is not set to the orca-controller binary');
-    return;
-  }
+  const controller = controllerOrSkip(t);
+  if (!controller) return;
   const group = await startRenderedGroup({ controller, device: 'cpu', pipelineLayers: [4, 1] });
   try {
     await waitFor('the scheduler reports ready', async () => (await readyStatus(group.url)) === 200, 120000, group.logs);

@@ -6,7 +6,7 @@
 // (paths rewritten), ports moved to free ones (the processes share one network
 // namespace; flags override engine.yaml).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, sourceDir, storiesDir } from './orca_server.mjs';
@@ -42,6 +42,16 @@ export async function waitFor(what, fn, timeoutMs, logs) {
 }
 
 export const readyStatus = async (url) => (await fetch(`${url}/ready`)).status;
+
+// Returns $ORCA_CONTROLLER_BIN, the orca-controller that renders the pods; without it,
+// skips test `t` (returns null), or throws in CI, where ctest always sets it.
+export function controllerOrSkip(t) {
+  const controller = process.env.ORCA_CONTROLLER_BIN;
+  if (controller && existsSync(controller)) return controller;
+  if (process.env.CI === 'true') throw new Error('ORCA_CONTROLLER_BIN is not set in CI');
+  t.skip('ORCA_CONTROLLER_BIN is not set to the orca-controller binary');
+  return null;
+}
 
 // Renders e2e/k8s/inferencedeployment.yaml (a 2-stage pipeline) for `device` ('cpu' or
 // 'gpu') with `tensor` ranks per stage (and `pipelineLayers`, the layers of each stage,
