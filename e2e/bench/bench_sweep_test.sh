@@ -33,7 +33,8 @@ PY
 # Starts `orca serve --policy $1` with output in $work/$1.*; sets `url`.
 start_server() {
   "$ORCA_BIN" serve --model "$models" --served-model-name stories260K --host 127.0.0.1 --port 0 \
-    --grpc-port -1 --max-batch-size 16 --policy "$1" >"$work/$1.out" 2>"$work/$1.err" &
+    --grpc-port -1 --max-batch-size 16 --policy "$1" --trace-file "$work/$1.trace.json" \
+    >"$work/$1.out" 2>"$work/$1.err" &
   e2e_defer "e2e_stop_pid $!"
   e2e_wait_until 60 "orca serve --policy $1 to listen" grep -q "serving .* on http://" "$work/$1.out" ||
     { cat "$work/$1.err" >&2; e2e_fail "orca serve --policy $1 did not start"; }
@@ -70,6 +71,17 @@ e2e_log "$(grep -v '^\[' "$work/sweep.err" | grep 'rate=')"
 
 curl -sf "$url/metrics" >"$work/metrics.txt" || e2e_fail "cannot scrape /metrics"
 curl -sf "$request_url/metrics" >"$work/request-metrics.txt" || e2e_fail "cannot scrape /metrics"
+
+# The iteration-level server's per-iteration trace, read by bench/trace/iteration_costs.py
+# (the shape the scheduler writes, the ranks' computing time): every request's prompt
+# tokens went through some iteration (a second for the writer's batch to reach the file).
+sleep 1.5
+"$plot_python" "$here/../../bench/trace/iteration_costs.py" --self-test >/dev/null ||
+  e2e_fail "iteration_costs.py --self-test failed"
+"$plot_python" "$here/../../bench/trace/iteration_costs.py" "$work/iteration.trace.json" \
+  --json "$work/costs.json" >"$work/costs.txt" 2>&1 ||
+  { cat "$work/costs.txt" >&2; e2e_fail "iteration_costs.py failed on the serving trace"; }
+e2e_log "$(tail -1 "$work/costs.txt")"
 
 "$E2E_PYTHON" - "$work" <<'PY' || e2e_fail "result check failed"
 import json, os, re, sys
@@ -127,6 +139,15 @@ for name, policy in [("metrics.txt", "iteration"), ("request-metrics.txt", "requ
     metrics = open(os.path.join(work, name)).read()
     gen = sum(float(m) for m in re.findall(r"^orca_generation_tokens_total\{[^}]*\} ([0-9.e+]+)$", metrics, re.M))
     assert gen == received[policy], f"{policy}: server generated {gen} tokens, the benchmark received {received[policy]}"
+# The traced iterations hold at least every prompt token of the server's first sweep point
+# (later points repeat its prompts, which the prefix cache may serve) and a decode for
+# every output token but each request's first.
+costs = json.load(open(os.path.join(work, "costs.json")))
+first = sweep["runs"][0]
+assert first["label"] == "iteration"
+assert costs["prompt_tokens"] >= sum(r["input_len"] for r in first["requests"]), costs
+assert costs["decodes"] >= sum(r["output_tokens"] - 1 for r in first["requests"]), costs
+assert costs["fit"] is not None and costs["computing_s"] > 0, costs
 print(f"ok: {received} tokens over {4 * 24 + 24} requests")
 PY
 e2e_log "PASS"

@@ -75,6 +75,18 @@ function checkGroupTrace(file) {
   for (const e of spans) {
     assert.ok(Number.isInteger(e.ts) && Number.isInteger(e.dur) && e.dur >= 0, JSON.stringify(e));
   }
+  // The scheduler's schedule spans carry the iteration's shape (engine.cc): decodes and
+  // prompt tokens, whose sum is at most the context attention reads.
+  const shapes = spans.filter((e) => e.pid === 1 && e.name === 'schedule').map((e) => e.args);
+  for (const a of shapes) {
+    for (const key of ['sequences', 'decodes', 'prompt_tokens', 'context_tokens']) {
+      assert.ok(Number.isInteger(a[key]) && a[key] >= 0, `${key} in ${JSON.stringify(a)}`);
+    }
+    assert.ok(a.sequences >= 1 && a.decodes <= a.sequences, JSON.stringify(a));
+    assert.ok(a.decodes + a.prompt_tokens <= a.context_tokens, JSON.stringify(a));
+  }
+  assert.ok(shapes.some((a) => a.prompt_tokens > 0) && shapes.some((a) => a.decodes > 0),
+            'iterations with prompt tokens and with decodes');
   const at = (pid, name, it) => spans.find((e) => e.pid === pid && e.name === name && e.args.iteration === it);
   const iterations = [...new Set(spans.filter((e) => e.pid === 102 && e.name === 'sample').map((e) => e.args.iteration))];
   assert.ok(iterations.length >= 24, `${iterations.length} iterations traced`);

@@ -81,7 +81,8 @@ void TraceWriter::NameTrack(int track, const std::string& name) {
                            ",\"args\":{\"sort_index\":", track, "}}"));
 }
 
-void TraceWriter::Span(int track, const TraceSpan& span, int64_t iteration) {
+void TraceWriter::Span(int track, const TraceSpan& span, int64_t iteration,
+                       std::initializer_list<Arg> args) {
   absl::MutexLock lock(&mu_);
   if (full_) return;
   if (events_ >= max_events_) {
@@ -97,7 +98,19 @@ void TraceWriter::Span(int track, const TraceSpan& span, int64_t iteration) {
   ++events_;
   std::string json = absl::StrCat("{\"name\":", Quoted(span.name), ",\"ph\":\"X\",\"pid\":", track,
                                   ",\"tid\":0,\"ts\":", span.start_us, ",\"dur\":", span.dur_us);
-  if (iteration >= 0) absl::StrAppend(&json, ",\"args\":{\"iteration\":", iteration, "}");
+  if (iteration >= 0 || args.size() > 0) {
+    const char* sep = "";
+    json += ",\"args\":{";
+    if (iteration >= 0) {
+      absl::StrAppend(&json, "\"iteration\":", iteration);
+      sep = ",";
+    }
+    for (const Arg& a : args) {
+      absl::StrAppend(&json, sep, "\"", a.key, "\":", a.value);
+      sep = ",";
+    }
+    json += "}";
+  }
   json += "}";
   WriteLocked(json);
 }

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,8 +70,16 @@ class TraceWriter {
 
   // Names a track (a "process" row in the viewer); the first name given wins.
   void NameTrack(int track, const std::string& name);
-  // Writes one complete event on `track`; `iteration` goes into its args (< 0: none).
-  void Span(int track, const TraceSpan& span, int64_t iteration = -1);
+  // One more number in an event's args (e.g. the tokens an iteration schedules).
+  struct Arg {
+    const char* key;  // a literal: written as is, unescaped
+    int64_t value;
+  };
+
+  // Writes one complete event on `track`; `iteration` goes into its args (< 0: none),
+  // then `args`.
+  void Span(int track, const TraceSpan& span, int64_t iteration = -1,
+            std::initializer_list<Arg> args = {});
   void Spans(int track, const std::vector<TraceSpan>& spans, int64_t iteration = -1);
 
   int64_t events_written() const;

@@ -303,8 +303,25 @@ bool Engine::ScheduleAndSubmit() {
   if (options_.trace) {
     const int64_t it = static_cast<int64_t>(batch.plan.iteration);
     const int64_t trace_t2 = TraceNowUs();
+    // The iteration's shape, so a trace tells what each iteration's time was spent on:
+    // rows of one token that sample are decodes, the rest prompt (chunks); `context` is
+    // the tokens attention reads, summed over the sequences.
+    int64_t decodes = 0, prompt_tokens = 0, context = 0;
+    for (const ScheduledSequence& s : batch.plan.seqs) {
+      const int64_t n = static_cast<int64_t>(s.token_ids.size());
+      if (n == 1 && s.sample && s.output_index > 0) {
+        ++decodes;
+      } else {
+        prompt_tokens += n;
+      }
+      context += s.start_pos + n;
+    }
     options_.trace->Span(TraceWriter::kSchedulerTrack,
-                         TraceSpan{"schedule", trace_t0, trace_t1 - trace_t0}, it);
+                         TraceSpan{"schedule", trace_t0, trace_t1 - trace_t0}, it,
+                         {{"sequences", static_cast<int64_t>(batch.plan.seqs.size())},
+                          {"decodes", decodes},
+                          {"prompt_tokens", prompt_tokens},
+                          {"context_tokens", context}});
     // A group's executor encodes and sends the plan; the in-process one runs it.
     options_.trace->Span(TraceWriter::kSchedulerTrack,
                          TraceSpan{"submit", trace_t1, trace_t2 - trace_t1}, it);

@@ -589,22 +589,116 @@ ORCA_AVX512 void PackValuesAvx512(int d, int kv_len, const T* const* vrow, float
   }
 }
 
-// A prefill chunk's attention as two GEMMs on packed_gemm.h's AVX-512 kernels: S = Q K^T,
-// each row's causal softmax, then O = P V. Every key and value row is widened once for
-// all the query rows, where the row-at-a-time kernel widens and reads each once per row
-// and reduces every dot product horizontally. S runs in blocks of 64 query rows over the
-// keys the block's last row sees, and so does P V (over the packed values' first keys),
-// so the causal upper triangle costs little: a 64-row block's own diagonal block.
+// SoftmaxRowAvx512 on eight lanes. The last partial group goes through a copy padded
+// with -inf (its exponentials zero) rather than masked loads and stores, which AMD
+// microcodes (a third of the chunk's time on a Zen 3).
+ORCA_AVX2 void SoftmaxRowAvx2(float* row, int n, int width, float scale) {
+  const int full = n / 8 * 8;
+  alignas(32) float tail[8];
+  for (int i = 0; i < 8; ++i) tail[i] = full + i < n ? row[full + i] * scale : -INFINITY;
+  const __m256 vscale = _mm256_set1_ps(scale);
+  __m256 vmax = _mm256_load_ps(tail);
+  for (int j = 0; j < full; j += 8) {
+    const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(row + j), vscale);
+    _mm256_storeu_ps(row + j, x);
+    vmax = _mm256_max_ps(vmax, x);
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+  const __m256 mx = _mm256_set1_ps(_mm_cvtss_f32(m4));
+  // exp(-inf - max) clamps to exp(-87), not 0: the padding lanes are masked out.
+  const __m256 live = _mm256_cmp_ps(_mm256_load_ps(tail), _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ);
+  const __m256 et = _mm256_and_ps(Exp8(_mm256_sub_ps(_mm256_load_ps(tail), mx)), live);
+  _mm256_store_ps(tail, et);
+  __m256 vsum = et;
+  for (int j = 0; j < full; j += 8) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), mx));
+    _mm256_storeu_ps(row + j, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  const float inv = 1.0f / Sum8(vsum);
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (int j = 0; j < full; j += 8) {
+    _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_loadu_ps(row + j), vinv));
+  }
+  for (int j = full; j < n; ++j) row[j] = tail[j - full] * inv;
+  std::fill(row + n, row + width, 0.0f);
+}
+
+// PackKeysAvx512 without scatters: eight keys by eight columns widened, transposed in
+// registers and stored down their panel; the columns and keys past the last whole group
+// of eight one element at a time.
+template <typename T>
+ORCA_AVX2 void PackKeysAvx2(int d, int kv_len, const T* const* krow, float* kp) {
+  const int64_t rows = PackedWeightFloats(kv_len, d) / d;
+  const int64_t full = kv_len / kPanelRows * kPanelRows;
+  std::fill(kp + full * d, kp + rows * d, 0.0f);
+  auto at = [&](int j, int c) {
+    return kp + (int64_t{j / kPanelRows} * d + c) * kPanelRows + j % kPanelRows;
+  };
+  const int keys8 = kv_len / 8 * 8, cols8 = d / 8 * 8;
+  for (int j = 0; j < keys8; j += 8) {
+    for (int c = 0; c < cols8; c += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = Load8(krow[j + i] + c);
+      Transpose8x8(r);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(at(j, c + i), r[i]);
+    }
+    for (int i = 0; i < 8; ++i) {
+      for (int c = cols8; c < d; ++c) *at(j + i, c) = ToF32(krow[j + i][c]);
+    }
+  }
+  for (int j = keys8; j < kv_len; ++j) {
+    for (int c = 0; c < d; ++c) *at(j, c) = ToF32(krow[j][c]);
+  }
+}
+
+// PackValuesAvx512 in two eight-lane loads per panel; a partial last panel one element
+// at a time.
+template <typename T>
+ORCA_AVX2 void PackValuesAvx2(int d, int kv_len, const T* const* vrow, float* vp) {
+  const int panels = (d + kPanelRows - 1) / kPanelRows;
+  const int64_t total = PackedWeightFloats(d, kv_len);
+  std::fill(vp + int64_t{panels} * kv_len * kPanelRows, vp + total, 0.0f);
+  for (int c = 0; c < kv_len; ++c) {
+    for (int p = 0; p < panels; ++p) {
+      float* dst = vp + (int64_t{p} * kv_len + c) * kPanelRows;
+      const T* src = vrow[c] + p * kPanelRows;
+      const int n = std::min(kPanelRows, d - p * kPanelRows);
+      if (n == kPanelRows) {
+        _mm256_storeu_ps(dst, Load8(src));
+        _mm256_storeu_ps(dst + 8, Load8(src + 8));
+      } else {
+        for (int i = 0; i < kPanelRows; ++i) dst[i] = i < n ? ToF32(src[i]) : 0.0f;
+      }
+    }
+  }
+}
+
+// A prefill chunk's attention as two GEMMs on packed_gemm.h's kernels (AVX-512's or
+// AVX2's tiles, `level`): S = Q K^T, each row's causal softmax, then O = P V. Every key
+// and value row is widened once for all the query rows, where the row-at-a-time kernel
+// widens and reads each once per row and reduces every dot product horizontally. S runs
+// in blocks of 64 query rows over the keys the block's last row sees, and so does P V
+// (over the packed values' first keys), so the causal upper triangle costs little: a
+// 64-row block's own diagonal block.
 template <typename T>
 void AttendByGemm(int d, int q_len, int kv_len, const float* q, int64_t ldq, const T* const* krow,
-                  const T* const* vrow, float scale, float* out, int64_t ldo) {
+                  const T* const* vrow, float scale, float* out, int64_t ldo, SimdLevel level) {
   constexpr int kRowBlock = 64;
+  const bool avx512 = level == SimdLevel::kAvx512;
   thread_local std::vector<float> kp, vp, s;
   kp.resize(static_cast<size_t>(PackedWeightFloats(kv_len, d)));
   vp.resize(static_cast<size_t>(PackedWeightFloats(d, kv_len)));
   s.resize(static_cast<size_t>(std::min(q_len, kRowBlock)) * kv_len);  // one block's scores
-  PackKeysAvx512(d, kv_len, krow, kp.data());
-  PackValuesAvx512(d, kv_len, vrow, vp.data());
+  if (avx512) {
+    PackKeysAvx512(d, kv_len, krow, kp.data());
+    PackValuesAvx512(d, kv_len, vrow, vp.data());
+  } else {
+    PackKeysAvx2(d, kv_len, krow, kp.data());
+    PackValuesAvx2(d, kv_len, vrow, vp.data());
+  }
   const ParallelForFn serial = [](int64_t count, const std::function<void(int64_t)>& fn) {
     for (int64_t i = 0; i < count; ++i) fn(i);
   };
@@ -612,13 +706,17 @@ void AttendByGemm(int d, int q_len, int kv_len, const float* q, int64_t ldq, con
     const int rows = std::min(kRowBlock, q_len - r0);
     const int seen = kv_len - q_len + r0 + rows;  // keys the block's last row attends to
     float* sb = s.data();
-    PackedGemm(rows, seen, d, q + r0 * ldq, ldq, kp.data(), nullptr, sb, kv_len, serial,
-               SimdLevel::kAvx512);
+    PackedGemm(rows, seen, d, q + r0 * ldq, ldq, kp.data(), nullptr, sb, kv_len, serial, level);
     for (int i = 0; i < rows; ++i) {
-      SoftmaxRowAvx512(sb + int64_t{i} * kv_len, seen - rows + i + 1, seen, scale);
+      float* row = sb + int64_t{i} * kv_len;
+      if (avx512) {
+        SoftmaxRowAvx512(row, seen - rows + i + 1, seen, scale);
+      } else {
+        SoftmaxRowAvx2(row, seen - rows + i + 1, seen, scale);
+      }
     }
     PackedGemmPrefix(rows, d, seen, kv_len, sb, kv_len, vp.data(), out + int64_t{r0} * ldo, ldo,
-                     serial, SimdLevel::kAvx512);
+                     serial, level);
   }
 }
 
@@ -768,12 +866,13 @@ void AttendOneHead(int head_dim, int q_len, int kv_len, const float* q, int64_t 
                    const T* const* krow, const T* const* vrow, float scale, float* scores,
                    float* out, int64_t ldo, SimdLevel level, AttentionProducts products) {
   level = std::min(level, CpuMaxSimdLevel());
-  if (level == SimdLevel::kAvx512 && q_len >= kGemmAttentionMinRows &&
+  if (level >= SimdLevel::kAvx2 && q_len >= kGemmAttentionMinRows &&
       int64_t{q_len} * kv_len <= kGemmAttentionMaxScores) {
-    if (products == AttentionProducts::kBf16Allowed && CpuHasAmxBf16()) {
+    if (level == SimdLevel::kAvx512 && products == AttentionProducts::kBf16Allowed &&
+        CpuHasAmxBf16()) {
       return AttendByAmx(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, out, ldo);
     }
-    return AttendByGemm(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, out, ldo);
+    return AttendByGemm(head_dim, q_len, kv_len, q, ldq, krow, vrow, scale, out, ldo, level);
   }
   switch (level) {
     case SimdLevel::kAvx512:

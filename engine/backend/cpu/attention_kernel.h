@@ -10,10 +10,11 @@
 // rows widened in registers, AVX-512 reading a head's partial last chunk through a
 // mask — and a portable loop otherwise. (The scalar dot product cannot be vectorized by the
 // compiler, which would have to reorder a float sum; left scalar it made attention the largest cost
-// of a long prefill.) Prefill chunks of kGemmAttentionMinRows query rows or more run on
-// AVX-512 as two packed GEMMs instead (below): 1.9-2.1x the row-at-a-time kernel at
-// 64-512 rows over 512 keys (docs/benchmarks.md section 15); on AMX tiles in bfloat16
-// where AttentionProducts allows it.
+// of a long prefill.) Prefill chunks of kGemmAttentionMinRows query rows or more run as
+// two packed GEMMs instead (below), on AVX-512's tiles or AVX2's: 1.9-2.1x the
+// row-at-a-time kernel at 64-512 rows over 512 keys on AVX-512 (docs/benchmarks.md
+// section 15), 1.7-1.9x on AVX2 (a Zen 3, section 29); on AMX tiles in bfloat16 where
+// AttentionProducts allows it.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ namespace orca {
 
 // From this many query rows (a prefill chunk), while the chunk's scores fit in
 // kGemmAttentionMaxScores floats (16 MiB), AttendOneHead runs as two GEMMs on
-// packed_gemm.h's kernels where the CPU has AVX-512: the scores of every row,
+// packed_gemm.h's kernels where the CPU has AVX2 or AVX-512: the scores of every row,
 // the causal softmax, the weighted values.
 inline constexpr int kGemmAttentionMinRows = 16;
 inline constexpr int64_t kGemmAttentionMaxScores = int64_t{4} << 20;

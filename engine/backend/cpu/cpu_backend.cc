@@ -469,8 +469,9 @@ class CpuBackend : public Backend {
   // and for packed w of any type from kAvx2SgemmMinRows rows on AVX2 CPUs: w is made
   // row-major float32 a chunk of rows at a time (16-bit rows widened, panels unpacked;
   // 16 MiB or more, every core making its share) and each chunk goes through sgemm, so
-  // the conversion is paid once per weight row per call, which for prefill batches
-  // (hundreds of rows) is a few percent of the sgemm's work.
+  // the conversion is paid once per weight row per call. Panels are transposed whole in
+  // registers (UnpackWeightRows): unpacked a row at a time they took a fifth of a
+  // 512-row chunk's GEMM time on a Zen 3 (docs/benchmarks.md section 29).
   void WidenedGemm(const Tensor& x, const Tensor& w, const float* bias, Tensor out) {
     const int m = static_cast<int>(x.rows), k = static_cast<int>(x.cols),
               n = static_cast<int>(w.rows);
@@ -508,15 +509,14 @@ class CpuBackend : public Backend {
   static void MakeRowsF32(const Tensor& w, int64_t first, int64_t count, float* dst) {
     const int64_t k = w.cols;
     if (w.layout == TensorLayout::kPackedPanels) {
-      for (int64_t j = 0; j < count; ++j) {
-        float* row = dst + j * k;
-        if (w.dtype == DType::kBF16) {
-          UnpackWeightRowBf16(static_cast<const uint16_t*>(w.data), k, first + j, row);
-        } else if (w.dtype == DType::kF16) {
-          UnpackWeightRowF16(static_cast<const uint16_t*>(w.data), k, first + j, row);
-        } else {
-          UnpackWeightRow(w.f32(), k, first + j, row);
+      if (w.dtype == DType::kBF16) {
+        for (int64_t j = 0; j < count; ++j) {
+          UnpackWeightRowBf16(static_cast<const uint16_t*>(w.data), k, first + j, dst + j * k);
         }
+      } else if (w.dtype == DType::kF16) {
+        UnpackWeightRowsF16(static_cast<const uint16_t*>(w.data), k, first, count, dst);
+      } else {
+        UnpackWeightRows(w.f32(), k, first, count, dst);
       }
     } else if (w.dtype == DType::kBF16) {
       WidenToF32(static_cast<const Bf16*>(w.data) + first * k, count * k, dst);

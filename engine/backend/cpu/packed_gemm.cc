@@ -226,6 +226,49 @@ void UnpackWeightRowF16(const uint16_t* packed, int64_t k, int64_t j, float* dst
   for (int64_t c = 0; c < k; ++c) dst[c] = F16ToF32(src[c * kPanelRows]);
 }
 
+namespace {
+
+// dst (16 rows, row stride k) = one panel of a [*, k] packed weight, k a multiple of 8.
+template <typename T>
+ORCA_AVX2 void UnpackPanelAvx2(const T* panel, int64_t k, float* dst) {
+  for (int64_t c = 0; c < k; c += 8) {
+    for (int half = 0; half < kPanelRows; half += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = Load8(panel + (c + i) * kPanelRows + half);
+      Transpose8x8(r);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (half + i) * k + c, r[i]);
+    }
+  }
+}
+
+// Rows [first, first + count): whole panels on AVX2, the rest through `row`.
+template <typename T, typename RowFn>
+void UnpackRows(const T* packed, int64_t k, int64_t first, int64_t count, float* dst, RowFn row) {
+  const bool panels = k % 8 == 0 && CpuSimdLevel() >= SimdLevel::kAvx2;
+  for (int64_t j = 0; j < count;) {
+    if (panels && (first + j) % kPanelRows == 0 && count - j >= kPanelRows) {
+      UnpackPanelAvx2(packed + (first + j) * k, k, dst + j * k);
+      j += kPanelRows;
+    } else {
+      row(first + j, dst + j * k);
+      ++j;
+    }
+  }
+}
+
+}  // namespace
+
+void UnpackWeightRows(const float* packed, int64_t k, int64_t first, int64_t count, float* dst) {
+  UnpackRows(packed, k, first, count, dst,
+             [&](int64_t j, float* out) { UnpackWeightRow(packed, k, j, out); });
+}
+
+void UnpackWeightRowsF16(const uint16_t* packed, int64_t k, int64_t first, int64_t count,
+                         float* dst) {
+  UnpackRows(reinterpret_cast<const Fp16*>(packed), k, first, count, dst,
+             [&](int64_t j, float* out) { UnpackWeightRowF16(packed, k, j, out); });
+}
+
 void PackedGemm(int m, int n, int k, const float* x, int64_t ldx, const float* packed,
                 const float* bias, float* out, int64_t ldo, const ParallelForFn& parallel_for,
                 SimdLevel level) {

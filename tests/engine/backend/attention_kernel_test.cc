@@ -43,7 +43,7 @@ void CheckAgainstDoubleReference(SimdLevel level,
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
   for (int d : {8, 12, 16, 64, 72, 80, 128, 136, 256}) {
-    // 40 and 130 rows: the GEMM path on AVX-512 (kGemmAttentionMinRows), 130 in three
+    // 40 and 130 rows: the GEMM path on AVX2 and AVX-512 (kGemmAttentionMinRows), 130 in three
     // blocks of score rows, the last partial.
     // (16 and 33 with bfloat16 products: the AMX path's 32-row blocks, whole and not.)
     for (int q_len : bf16 ? std::vector<int>{16, 33, 40, 130} : std::vector<int>{1, 5, 40, 130}) {

@@ -344,6 +344,43 @@ TEST(PackedGemmTest, Bf16PacksColumnPairsOfSixteenRowsPaddedWithZeros) {
   }
 }
 
+// UnpackWeightRows (whole panels transposed in registers on AVX2) gives the weight's
+// rows exactly, from any first row, whole panels and parts of them, and k a multiple of
+// 8 (the panel path) or not (row by row); float16 widened exactly.
+TEST(PackedGemmTest, UnpacksRowRangesExactly) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int n = 53;
+  for (int k : {8, 24, 768, 13}) {
+    std::vector<float> w(n * k);
+    std::vector<uint16_t> w16(n * k);
+    for (int i = 0; i < n * k; ++i) {
+      w[i] = u(rng);
+      w16[i] = F32ToF16(w[i]);
+    }
+    std::vector<float> packed(PackedWeightFloats(n, k));
+    std::vector<uint16_t> packed16(PackedWeightFloats(n, k));
+    PackWeights(w.data(), n, k, packed.data());
+    PackWeightsF16(w16.data(), n, k, packed16.data());
+    const int ranges[][2] = {{0, 16}, {0, 53}, {16, 32}, {3, 40}, {48, 5}, {17, 1}};
+    for (const auto& [first, count] : ranges) {
+      std::vector<float> rows(count * k, -9.0f), rows16(count * k, -9.0f);
+      UnpackWeightRows(packed.data(), k, first, count, rows.data());
+      UnpackWeightRowsF16(packed16.data(), k, first, count, rows16.data());
+      for (int j = 0; j < count; ++j) {
+        for (int c = 0; c < k; ++c) {
+          ASSERT_EQ(rows[j * k + c], w[(first + j) * k + c])
+              << "k " << k << " rows " << first << "+" << count << ": row " << first + j << " col "
+              << c;
+          ASSERT_EQ(rows16[j * k + c], F16ToF32(w16[(first + j) * k + c]))
+              << "k " << k << " rows " << first << "+" << count << ": row " << first + j << " col "
+              << c;
+        }
+      }
+    }
+  }
+}
+
 TEST(PackedGemmTest, PacksPanelsOfSixteenRowsKMajorPaddedWithZeros) {
   const int n = 20, k = 3;
   std::vector<float> w(n * k);

@@ -34,7 +34,11 @@ TEST(TraceWriterTest, WritesCompleteEventsOnNamedTracks) {
     (*w)->Span(TraceWriter::kSchedulerTrack, TraceSpan{"schedule", 1000, 5}, 7);
     (*w)->Spans(TraceWriter::RankTrack(3), {{"layers", 1010, 40}, {"all-reduce", 1020, 3}}, 7);
     (*w)->Span(TraceWriter::RankTrack(3), TraceSpan{"no iteration", 2000, 1});
-    EXPECT_EQ((*w)->events_written(), 4);
+    (*w)->Span(TraceWriter::kSchedulerTrack, TraceSpan{"shaped", 3000, 2}, 8,
+               {{"decodes", 3}, {"prompt_tokens", 512}});
+    (*w)->Span(TraceWriter::kSchedulerTrack, TraceSpan{"args only", 4000, 2}, -1,
+               {{"sequences", 0}});
+    EXPECT_EQ((*w)->events_written(), 6);
   }
   const nlohmann::json events = ReadJson(path);
   ASSERT_TRUE(events.is_array());
@@ -58,10 +62,17 @@ TEST(TraceWriterTest, WritesCompleteEventsOnNamedTracks) {
       if (e["name"] == "no iteration") {
         EXPECT_FALSE(e.contains("args"));
       }
+      if (e["name"] == "shaped") {
+        EXPECT_EQ(e["args"],
+                  nlohmann::json::parse(R"({"iteration": 8, "decodes": 3, "prompt_tokens": 512})"));
+      }
+      if (e["name"] == "args only") {
+        EXPECT_EQ(e["args"], nlohmann::json::parse(R"({"sequences": 0})"));
+      }
     }
   }
   EXPECT_EQ(names, 2);
-  EXPECT_EQ(spans, 4);
+  EXPECT_EQ(spans, 6);
 }
 
 TEST(TraceWriterTest, StopsAtTheEventCapWithAMarker) {
