@@ -22,10 +22,13 @@
 // on weights of its own (438 MB, streamed from memory as in the engine, where the cases
 // above find one shape's weights in the cache after the first run).
 //
+// BM_UnpackPanels times the AVX2 prefill path's conversion of packed float32 panels back
+// to row-major rows for sgemm: a row at a time (0) against UnpackWeightRows (1).
+//
 // usage: orca-bench-small-gemm [google benchmark flags]
 //   BM_SmallGemm/<level>/<rows>/<n>/<k>, level 1 AVX2, 2 AVX-512; BM_PackedGemm likewise;
 //   BM_Sgemm/0/<rows>/<n>/<k>; BM_PackedGemmBf16/2/... and BM_RowMajorBf16/2/... ;
-//   BM_PackedDecodeLayers/<level>/<rows>.
+//   BM_PackedDecodeLayers/<level>/<rows>; BM_UnpackPanels/<whole>/<n>/<k>.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -294,6 +297,34 @@ BENCHMARK(BM_PackedGemmBf16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_RowMajorBf16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_PackedGemmF16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_RowMajorF16)->Apply(PackedShapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// The AVX2 prefill path's conversion (WidenedGemm): a float32 weight's panels back to
+// row-major rows, one row at a time (0) or a panel at a time (1, UnpackWeightRows), on
+// one thread; bytes: the weight read once and written once.
+void BM_UnpackPanels(benchmark::State& state) {
+  const bool whole = state.range(0) != 0;
+  const int n = static_cast<int>(state.range(1)), k = static_cast<int>(state.range(2));
+  std::vector<float> w(static_cast<size_t>(n) * k), packed(PackedWeightFloats(n, k)),
+      rows(w.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 1013);
+  PackWeights(w.data(), n, k, packed.data());
+  for (auto _ : state) {
+    if (whole) {
+      UnpackWeightRows(packed.data(), k, 0, n, rows.data());
+    } else {
+      for (int j = 0; j < n; ++j)
+        UnpackWeightRow(packed.data(), k, j, rows.data() + int64_t{j} * k);
+    }
+    benchmark::DoNotOptimize(rows.data());
+  }
+  state.SetBytesProcessed(state.iterations() * int64_t{n} * k * 8);
+  state.SetLabel(whole ? "panels" : "rows");
+}
+BENCHMARK(BM_UnpackPanels)
+    ->ArgsProduct({{0, 1}, {2048}, {768}})
+    ->ArgsProduct({{0, 1}, {768}, {2048}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void SgemmShapes(benchmark::internal::Benchmark* b) {
   for (int rows : kPackedRows) {

@@ -57,8 +57,8 @@ void UnpackWeightRow(const float* packed, int64_t k, int64_t j, float* dst);
 // row stride k: equal to UnpackWeightRow row by row. Whole panels are transposed eight
 // columns by eight rows in registers where the CPU has AVX2 and k is a multiple of 8 (a
 // panel's lines read once, where a row at a time reads every line of the panel for each
-// of its sixteen rows: 2.2x on a Zen 3; prefill's sgemm path unpacks every weight per
-// chunk).
+// of its sixteen rows: 2.8-4.5x on a Zen 3, docs/benchmarks.md section 29; prefill's
+// sgemm path unpacks every weight per chunk).
 void UnpackWeightRows(const float* packed, int64_t k, int64_t first, int64_t count, float* dst);
 
 // As PackWeights for float16 bits: `packed` holds PackedWeightFloats(n, k) elements of
