@@ -19,8 +19,9 @@
 // available), on the same shapes.
 //
 // BM_PackedDecodeLayers times the GEMMs of a whole llama-110m decode iteration, each layer
-// on weights of its own (438 MB, streamed from memory as in the engine, where the cases
-// above find one shape's weights in the cache after the first run).
+// on weights of its own (438 MB of float32 or 219 MB of 16-bit ones, streamed from memory as in the engine, where the cases
+// above find one shape's weights in the cache after the first run); BM_ReadDecodeLayers
+// only reads those weights, in the same tasks: the floor for a decode of a few rows.
 //
 // BM_UnpackPanels times the AVX2 prefill path's conversion of packed float32 panels back
 // to row-major rows for sgemm: a row at a time (0) against UnpackWeightRows (1).
@@ -28,7 +29,7 @@
 // usage: orca-bench-small-gemm [google benchmark flags]
 //   BM_SmallGemm/<level>/<rows>/<n>/<k>, level 1 AVX2, 2 AVX-512; BM_PackedGemm likewise;
 //   BM_Sgemm/0/<rows>/<n>/<k>; BM_PackedGemmBf16/2/... and BM_RowMajorBf16/2/... ;
-//   BM_PackedDecodeLayers/<level>/<rows>; BM_UnpackPanels/<whole>/<n>/<k>.
+//   BM_PackedDecodeLayers/<level>/<rows>/<dtype>; BM_ReadDecodeLayers; BM_UnpackPanels/<whole>/<n>/<k>.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -36,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/engine_sweep/read_probe.h"
 #include "engine/backend/cpu/onednn_gemm.h"
 #include "engine/backend/cpu/packed_gemm.h"
 #include "engine/backend/cpu/packed_gemm_bf16.h"
@@ -125,54 +127,132 @@ void BM_PackedGemm(benchmark::State& state) {
   g.Report(state);
 }
 
-// The GEMMs of one decode iteration of llama-110m, in the engine's order: each of 12
-// layers' qkv, o, gate+up and down on weights of their own, then the LM head; 438 MB of
-// packed float32 weights, so they stream from memory as a decode's do (the single-shape
-// cases above find theirs in the cache). Args: level, rows.
+// The weights of one decode iteration of llama-110m, in the engine's order: each of 12
+// layers' qkv, o, gate+up and down on weights of their own, then the LM head, packed as
+// the CPU backend packs them (438 MB in float32, half in 16 bits), so they stream from
+// memory as a decode's do (the single-shape cases above find theirs in the cache). Built
+// once per weight type for every case that reads them.
+struct DecodeLayers {
+  struct Shape {
+    int n, k;
+  };
+  // 0 float32, 1 float16, 2 bfloat16.
+  static const DecodeLayers& Get(int dtype) {
+    if (dtype == 0) {
+      static const DecodeLayers f32(0);
+      return f32;
+    }
+    if (dtype == 1) {
+      static const DecodeLayers f16(1);
+      return f16;
+    }
+    static const DecodeLayers bf16(2);
+    return bf16;
+  }
+  std::vector<Shape> shapes;
+  std::vector<std::vector<float>> packed;       // float32
+  std::vector<std::vector<uint16_t>> packed16;  // float16 or bfloat16
+  double weight_bytes = 0, flops_per_row = 0;
+
+ private:
+  explicit DecodeLayers(int dtype) {
+    constexpr int kLayers = 12, kDim = 768, kHidden = 2048, kVocab = 32000;
+    for (int l = 0; l < kLayers; ++l) {
+      for (Shape s : {Shape{3 * kDim, kDim}, Shape{kDim, kDim}, Shape{2 * kHidden, kDim},
+                      Shape{kDim, kHidden}}) {
+        shapes.push_back(s);
+      }
+    }
+    shapes.push_back({kVocab, kDim});
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (const Shape& s : shapes) {
+      flops_per_row += 2.0 * s.n * s.k;
+      weight_bytes += (dtype == 0 ? 4.0 : 2.0) * s.n * s.k;
+      if (dtype == 0) {  // random values straight into the packed form
+        packed.emplace_back(PackedWeightFloats(s.n, s.k));
+        for (float& v : packed.back()) v = u(rng);
+        continue;
+      }
+      std::vector<uint16_t> w(static_cast<size_t>(s.n) * s.k);
+      for (uint16_t& v : w) v = dtype == 1 ? F32ToF16(u(rng)) : F32ToBf16(u(rng));
+      if (dtype == 1) {
+        packed16.emplace_back(PackedWeightFloats(s.n, s.k));
+        PackWeightsF16(w.data(), s.n, s.k, packed16.back().data());
+      } else {
+        packed16.emplace_back(PackedWeightBf16Elements(s.n, s.k));
+        PackWeightsBf16(w.data(), s.n, s.k, packed16.back().data());
+      }
+    }
+  }
+};
+
+void ReportDecodeLayers(benchmark::State& state, double flops, double bytes) {
+  const double iters = static_cast<double>(state.iterations());
+  if (flops > 0) {
+    state.counters["GFLOPs"] = benchmark::Counter(flops * iters / 1e9, benchmark::Counter::kIsRate);
+  }
+  state.counters["weight_GBs"] =
+      benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
+}
+
+// The GEMMs of one decode iteration on DecodeLayers' weights. Args: level, rows, weight
+// type (0 float32, 1 float16, 2 bfloat16; bfloat16 products off, as on AVX2).
 void BM_PackedDecodeLayers(benchmark::State& state) {
   if (!LevelRunsHere(state)) return;
   const auto level = static_cast<SimdLevel>(state.range(0));
   const int m = static_cast<int>(state.range(1));
-  constexpr int kLayers = 12, kDim = 768, kHidden = 2048, kVocab = 32000;
-  struct Shape {
-    int n, k;
-  };
-  std::vector<Shape> shapes;
-  for (int l = 0; l < kLayers; ++l) {
-    for (Shape s : {Shape{3 * kDim, kDim}, Shape{kDim, kDim}, Shape{2 * kHidden, kDim},
-                    Shape{kDim, kHidden}}) {
-      shapes.push_back(s);
-    }
-  }
-  shapes.push_back({kVocab, kDim});
-  std::vector<std::vector<float>> packed;
-  double flops = 0, bytes = 0;
-  std::mt19937 rng(1);
+  const int dtype = static_cast<int>(state.range(2));
+  const DecodeLayers& layers = DecodeLayers::Get(dtype);
+  std::vector<float> x(static_cast<size_t>(m) * 2048), out(static_cast<size_t>(m) * 32000);
+  std::mt19937 rng(2);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (const Shape& s : shapes) {
-    packed.emplace_back(PackedWeightFloats(s.n, s.k));
-    for (float& v : packed.back()) v = u(rng);
-    flops += 2.0 * m * s.n * s.k;
-    bytes += 4.0 * s.n * s.k;
-  }
-  std::vector<float> x(static_cast<size_t>(m) * kHidden), out(static_cast<size_t>(m) * kVocab);
   for (float& v : x) v = u(rng);
   for (auto _ : state) {
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      PackedGemm(m, shapes[i].n, shapes[i].k, x.data(), shapes[i].k, packed[i].data(), nullptr,
-                 out.data(), shapes[i].n, PoolParallelFor(), level);
+    for (size_t i = 0; i < layers.shapes.size(); ++i) {
+      const auto [n, k] = layers.shapes[i];
+      if (dtype == 0) {
+        PackedGemm(m, n, k, x.data(), k, layers.packed[i].data(), nullptr, out.data(), n,
+                   PoolParallelFor(), level);
+      } else if (dtype == 1) {
+        PackedGemmF16(m, n, k, x.data(), k, layers.packed16[i].data(), nullptr, out.data(), n,
+                      PoolParallelFor(), level);
+      } else {
+        PackedGemmBf16(m, n, k, x.data(), k, layers.packed16[i].data(), nullptr, out.data(), n,
+                       PoolParallelFor(), level, Bf16Products::kOff);
+      }
     }
     benchmark::DoNotOptimize(out.data());
   }
-  const double iters = static_cast<double>(state.iterations());
-  state.counters["GFLOPs"] = benchmark::Counter(flops * iters / 1e9, benchmark::Counter::kIsRate);
-  state.counters["weight_GBs"] =
-      benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
+  ReportDecodeLayers(state, m * layers.flops_per_row, layers.weight_bytes);
 }
 BENCHMARK(BM_PackedDecodeLayers)
-    ->ArgsProduct({{1, 2}, {1, 8, 16}})
+    ->ArgsProduct({{1, 2}, {1, 2, 4, 6, 8, 16}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The same weights read by the same tasks (one per panel pair, PackedGemm's) and merely
+// summed with the roofline probe's loads: how fast this access pattern (49 loops in a
+// row on the pool, each thread's pairs claimed one by one) reads, the floor for
+// BM_PackedDecodeLayers at few rows.
+void BM_ReadDecodeLayers(benchmark::State& state) {
+  const DecodeLayers& layers = DecodeLayers::Get(0);
+  const SimdLevel level = CpuSimdLevel();
+  std::vector<uint64_t> sinks(64 * 8);  // a cache line per task slot
+  for (auto _ : state) {
+    for (size_t i = 0; i < layers.shapes.size(); ++i) {
+      const auto [n, k] = layers.shapes[i];
+      const int64_t pair_words = int64_t{2 * kPanelRows} * k * sizeof(float) / sizeof(uint64_t);
+      const auto* words = reinterpret_cast<const uint64_t*>(layers.packed[i].data());
+      PoolParallelFor()((n + 2 * kPanelRows - 1) / (2 * kPanelRows), [&](int64_t q) {
+        sinks[q % 64 * 8] += bench::SumWords(words + q * pair_words, pair_words, level);
+      });
+    }
+    benchmark::DoNotOptimize(sinks.data());
+  }
+  ReportDecodeLayers(state, 0, layers.weight_bytes);
+}
+BENCHMARK(BM_ReadDecodeLayers)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_PackedGemmBf16(benchmark::State& state) {
   if (!LevelRunsHere(state)) return;

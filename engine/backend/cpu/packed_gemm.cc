@@ -146,7 +146,8 @@ void TilesOverBlock(SimdLevel level, int m, int kc, const float* xs, int64_t ldx
       // float16 panels: half the bytes to stream, and the chunks' walk gained nothing
       // (docs/benchmarks.md section 25): each tile over the whole block.
       for (int r = 0; r < m; r += kAvx2MaxRows) {
-        tile(0, kc, r, std::min(kAvx2MaxRows, m - r), OwnStream(wh, kPanelRows * sizeof(W)));
+        tile(0, kc, r, std::min(kAvx2MaxRows, m - r),
+             OwnStream(wh, kPanelRows * sizeof(W), packed_internal::kTilePrefetchBytes));
       }
     } else {
       // Where the walk reads next: the pair's second panel, else the next block's first.

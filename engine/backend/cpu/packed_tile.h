@@ -36,9 +36,18 @@ inline void PrefetchAhead(const W* w) {
   _mm_prefetch(reinterpret_cast<const char*>(w) + kTilePrefetchBytes, _MM_HINT_T1);
 }
 
+// How far ahead an AVX2 tile that streams float32 panels by itself prefetches: 1 KiB
+// (16 columns). On an AMD EPYC (Zen 3), against 4 KiB, a decode's float32 GEMMs
+// (`orca-bench-small-gemm` BM_PackedDecodeLayers) ran 1.11-1.2x faster at one and two
+// rows, 1.0-1.07x at four and six, reaching the rate at which the same tasks merely sum
+// the same bytes (BM_ReadDecodeLayers). 16-bit panels keep kTilePrefetchBytes: at 1 KiB
+// their decode GEMMs moved 0.92-1.08x, within the host's noise (docs/benchmarks.md
+// section 30).
+inline constexpr int kAvx2F32TilePrefetchBytes = 1024;
+
 // Where an AVX2 tile prefetches weights: at its input column c, the line at
 // at + c * step_q8 / 256 (into L2, as PrefetchAhead). A lone tile (OwnStream) runs
-// kTilePrefetchBytes ahead of its own loads; the tiles of ChunkedTiles share the next
+// `ahead_bytes` ahead of its own loads; the tiles of ChunkedTiles share the next
 // chunk's lines among them.
 struct TilePrefetch {
   const char* at;
@@ -47,9 +56,10 @@ struct TilePrefetch {
   void At(int c) const { _mm_prefetch(at + ((c * step_q8) >> 8), _MM_HINT_T1); }
 };
 
-// A tile that streams panel (bytes_per_column a column) from memory by itself.
-inline TilePrefetch OwnStream(const void* panel, int64_t bytes_per_column) {
-  return {static_cast<const char*>(panel) + kTilePrefetchBytes, bytes_per_column << 8};
+// A tile that streams panel (bytes_per_column a column) from memory by itself,
+// prefetching ahead_bytes ahead of its loads.
+inline TilePrefetch OwnStream(const void* panel, int64_t bytes_per_column, int ahead_bytes) {
+  return {static_cast<const char*>(panel) + ahead_bytes, bytes_per_column << 8};
 }
 
 // Columns of a panel's block that ChunkedTiles runs every tile over before the next ones:
@@ -74,7 +84,8 @@ void ChunkedTiles(int m, int max_rows, int kc, const void* panel, int64_t bytes_
                   const void* after, bool cold, const Tile& tile) {
   if (m <= max_rows || kc == 0) {  // (no columns: every tile stores its start)
     for (int r = 0; r < m; r += max_rows) {
-      tile(0, kc, r, std::min(max_rows, m - r), OwnStream(panel, bytes_per_column));
+      tile(0, kc, r, std::min(max_rows, m - r),
+           OwnStream(panel, bytes_per_column, kAvx2F32TilePrefetchBytes));
     }
     return;
   }
@@ -94,7 +105,8 @@ void ChunkedTiles(int m, int max_rows, int kc, const void* panel, int64_t bytes_
     for (int t = 0; t < tiles; ++t) {
       const int r = t * max_rows;
       const TilePrefetch pf = own && t == 0
-                                  ? OwnStream(p + c * bytes_per_column, bytes_per_column)
+                                  ? OwnStream(p + c * bytes_per_column, bytes_per_column,
+                                              kAvx2F32TilePrefetchBytes)
                                   : TilePrefetch{next + (own ? t - 1 : t) * share, step_q8};
       tile(c, ck, r, std::min(max_rows, m - r), pf);
     }

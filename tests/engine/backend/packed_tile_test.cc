@@ -3,7 +3,7 @@
 // covered exactly once, chunk by chunk in increasing columns; and while a chunk's tiles
 // run, their prefetches between them reach every line of the next chunk (the last one:
 // of `after`), so that memory streams while the tiles multiply. A lone tile streams its
-// own weights kTilePrefetchBytes ahead.
+// own weights kAvx2F32TilePrefetchBytes ahead.
 #include "engine/backend/cpu/packed_tile.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@ namespace {
 
 using packed_internal::ChunkedTiles;
 using packed_internal::kTileChunkColumns;
-using packed_internal::kTilePrefetchBytes;
+using packed_internal::kAvx2F32TilePrefetchBytes;
 using packed_internal::TilePrefetch;
 
 struct Call {
@@ -79,7 +79,7 @@ TEST(ChunkedTilesTest, CoversTheBlockOnceAndPrefetchesTheNextChunkWhileMultiplyi
               for (int j = c; j < c + ck; ++j) ++covered[static_cast<size_t>(r) * kc + j];
             }
             if (cold && c == 0 && call.r == 0) {  // the first tile streams its own chunk
-              EXPECT_EQ(call.pf.at, panel + kTilePrefetchBytes);
+              EXPECT_EQ(call.pf.at, panel + kAvx2F32TilePrefetchBytes);
               EXPECT_EQ(call.pf.step_q8, bytes_per_column * 256);
             } else {
               AddLines(call, panel, got);
@@ -106,7 +106,7 @@ TEST(ChunkedTilesTest, ALoneTileStreamsItsOwnWeightsAhead) {
   EXPECT_EQ(calls[0].c, 0);
   EXPECT_EQ(calls[0].ck, 2048);
   EXPECT_EQ(calls[0].rows, 6);
-  EXPECT_EQ(calls[0].pf.at, panel + kTilePrefetchBytes);
+  EXPECT_EQ(calls[0].pf.at, panel + kAvx2F32TilePrefetchBytes);
   EXPECT_EQ(calls[0].pf.step_q8, 64 * 256);
 }
 
