@@ -19,9 +19,10 @@
 // available), on the same shapes.
 //
 // BM_PackedDecodeLayers times the GEMMs of a whole llama-110m decode iteration, each layer
-// on weights of its own (438 MB of float32 or 219 MB of 16-bit ones, streamed from memory as in the engine, where the cases
-// above find one shape's weights in the cache after the first run); BM_ReadDecodeLayers
-// only reads those weights, in the same tasks: the floor for a decode of a few rows.
+// on weights of its own (438 MB of float32 or 219 MB of 16-bit ones, streamed from memory as in the
+// engine, where the cases above find one shape's weights in the cache after the first run);
+// BM_ReadDecodeLayers only reads those weights, in the same tasks: the floor for a decode of a few
+// rows.
 //
 // BM_UnpackPanels times the AVX2 prefill path's conversion of packed float32 panels back
 // to row-major rows for sgemm: a row at a time (0) against UnpackWeightRows (1).
@@ -29,7 +30,8 @@
 // usage: orca-bench-small-gemm [google benchmark flags]
 //   BM_SmallGemm/<level>/<rows>/<n>/<k>, level 1 AVX2, 2 AVX-512; BM_PackedGemm likewise;
 //   BM_Sgemm/0/<rows>/<n>/<k>; BM_PackedGemmBf16/2/... and BM_RowMajorBf16/2/... ;
-//   BM_PackedDecodeLayers/<level>/<rows>/<dtype>; BM_ReadDecodeLayers; BM_UnpackPanels/<whole>/<n>/<k>.
+//   BM_PackedDecodeLayers/<level>/<rows>/<dtype>; BM_ReadDecodeLayers;
+//   BM_UnpackPanels/<whole>/<n>/<k>.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 

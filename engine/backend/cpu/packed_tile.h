@@ -39,8 +39,8 @@ inline void PrefetchAhead(const W* w) {
 // How far ahead an AVX2 tile that streams float32 panels by itself prefetches: 1 KiB
 // (16 columns). On an AMD EPYC (Zen 3), against 4 KiB, a decode's float32 GEMMs
 // (`orca-bench-small-gemm` BM_PackedDecodeLayers) ran 1.11-1.2x faster at one and two
-// rows, 1.0-1.07x at four and six, reaching the rate at which the same tasks merely sum
-// the same bytes (BM_ReadDecodeLayers). 16-bit panels keep kTilePrefetchBytes: at 1 KiB
+// rows, 1.0-1.07x at four and six, within 7-13 % of the rate at which the same tasks
+// merely sum the same bytes (BM_ReadDecodeLayers). 16-bit panels keep kTilePrefetchBytes: at 1 KiB
 // their decode GEMMs moved 0.92-1.08x, within the host's noise (docs/benchmarks.md
 // section 30).
 inline constexpr int kAvx2F32TilePrefetchBytes = 1024;
@@ -104,10 +104,10 @@ void ChunkedTiles(int m, int max_rows, int kc, const void* panel, int64_t bytes_
     const int64_t step_q8 = ((share + 64) << 8) / ck;
     for (int t = 0; t < tiles; ++t) {
       const int r = t * max_rows;
-      const TilePrefetch pf = own && t == 0
-                                  ? OwnStream(p + c * bytes_per_column, bytes_per_column,
-                                              kAvx2F32TilePrefetchBytes)
-                                  : TilePrefetch{next + (own ? t - 1 : t) * share, step_q8};
+      const TilePrefetch pf =
+          own && t == 0
+              ? OwnStream(p + c * bytes_per_column, bytes_per_column, kAvx2F32TilePrefetchBytes)
+              : TilePrefetch{next + (own ? t - 1 : t) * share, step_q8};
       tile(c, ck, r, std::min(max_rows, m - r), pf);
     }
   }
