@@ -18,8 +18,8 @@ namespace orca {
 namespace {
 
 using packed_internal::ChunkedTiles;
-using packed_internal::kTileChunkColumns;
 using packed_internal::kAvx2F32TilePrefetchBytes;
+using packed_internal::kTileChunkColumns;
 using packed_internal::TilePrefetch;
 
 struct Call {
